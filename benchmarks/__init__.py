@@ -1,0 +1,1 @@
+"""asv benchmark suites of ksvd-bench (see asv.conf.json at the repository root)."""

@@ -1,0 +1,144 @@
+"""Problems, warm-ups and accuracy checks shared by the asv suites.
+
+Conventions (after SciPy's ``BenchSVDS`` and scikit-learn's asv suites):
+
+* problems are built once per suite in ``setup_cache`` (pickled by asv), Numba is warmed up in
+  ``setup`` on a small input of the same dtype and layout, so no timing includes compilation;
+* a benchmark that times an answer checks the accuracy of that very answer in ``setup`` and
+  refuses to run (raises) when it missed;
+* every solver call uses the same seed, the same dtype (float64) and the process's thread
+  settings (asv runs each benchmark in a fresh process; set ``NUMBA_NUM_THREADS`` and
+  ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS`` in the environment to pin them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+RANK = 20
+SEED = 0
+#: fixed efforts of the ``time_solve`` suites (the paper's regime: a few hundred samples)
+FIXED_EFFORT = {"tsvd": 0, "rsvd": 10, "sym_nystrom": 200, "asym_nystrom": 200,
+                "asym_nystrom_norm": 200}
+#: benchmark names -> (solver method, extra options); "asym_nystrom_norm" samples rows and
+#: columns by squared norms instead of uniformly (uniform sampling fails on PubMed, whose
+#: singular vectors are localised)
+VARIANTS = {"tsvd": ("tsvd", {}), "rsvd": ("rsvd", {}), "sym_nystrom": ("sym_nystrom", {}),
+            "asym_nystrom": ("asym_nystrom", {}),
+            "asym_nystrom_norm": ("asym_nystrom", {"sampling": "norm"})}
+#: loose sanity tolerance (paper weighting) that a fixed-effort answer must meet to be timed
+FIXED_EFFORT_EPS = 0.1
+
+
+class MissedTolerance(NotImplementedError):
+    """Raised in ``setup`` when the answer to be timed misses its tolerance.
+
+    A subclass of NotImplementedError, so asv reports the benchmark as skipped (n/a, with this
+    message in the log) instead of recording a time for a wrong answer.
+    """
+
+
+def effort_options(method, effort):
+    """The solver option that sets ``method``'s effort (TSVD: ARPACK to machine precision)."""
+    if method == "tsvd":
+        return {"tol": 0.0}
+    if method == "rsvd":
+        return {"n_oversamples": int(effort), "n_iter": 4}
+    return {"n_samples": int(effort)}
+
+
+def solve(G, method, effort, rank=RANK):
+    """One seeded solver call at the given effort (``method`` may be a :data:`VARIANTS` key)."""
+    from solvers import svd
+
+    method, extra = VARIANTS.get(method, (method, {}))
+    return svd(G, rank, method=method, random_state=SEED, **effort_options(method, effort),
+               **extra)
+
+
+def warm_up_solvers(methods=None):
+    """Compile every solver's Numba code on a small dense float64 matrix."""
+    import solvers
+
+    rng = np.random.default_rng(SEED)
+    G = rng.standard_normal((80, 60))
+    for name in methods or solvers.METHODS:
+        method, extra = VARIANTS.get(name, (name, {}))
+        opts = effort_options(method, 30 if "nystrom" in method else 5)
+        solvers.svd(G, 5, method=method, random_state=SEED, **opts, **extra)
+
+
+def warm_up_structured():
+    """Compile the structured operator's kernels on a small slice of Cora."""
+    from ksvd_bench.experiments.problems import problem_data
+    from ksvd_bench.kernels import StructuredKernelSource, paper_gamma
+
+    A = problem_data("cora")[:200, :200].tocsr()
+    src = StructuredKernelSource(A, "sne", gamma=paper_gamma(A, 1.0), center=True)
+    x = np.ones((200, 2))
+    src.matmat(x)
+    src.rmatmat(x)
+    src.rows(np.arange(3))
+    src.cols(np.arange(3))
+    src.block(np.arange(3), np.arange(3))
+
+
+def cora_dense():
+    """Cora's centred SNE kernel matrix (paper bandwidth), dense, and its build time."""
+    from ksvd_bench.experiments.problems import build_problem
+
+    problem = build_problem("cora", random_state=SEED)
+    return problem.G, problem.kernel_seconds
+
+
+def pubmed_structured():
+    """PubMed's centred SNE kernel (bandwidth factor 0.5) as the exact structured operator.
+
+    The dense matrix would take 3.1 GB; this source holds O(nnz(A @ A) + N) numbers.
+    """
+    from ksvd_bench.experiments.problems import problem_data
+    from ksvd_bench.kernels import StructuredKernelSource, paper_gamma
+
+    A = problem_data("pubmed")
+    return StructuredKernelSource(A, "sne", gamma=paper_gamma(A, 0.5), center=True)
+
+
+def pubmed_lazy():
+    """PubMed's centred SNE kernel as a lazy block source (no structure used, nothing N x N)."""
+    from ksvd_bench.experiments.problems import problem_data
+    from ksvd_bench.kernels import KernelSource, paper_gamma
+
+    A = problem_data("pubmed")
+    return KernelSource(A, "sne", gamma=paper_gamma(A, 0.5), compat=None, center=True,
+                        structured=False)
+
+
+def reference_triplets(G, rank=RANK):
+    """The exact top-``rank`` SVD as a plain (U, s, V) tuple (picklable for setup_cache)."""
+    from ksvd_bench.driver import reference_svd
+
+    ref = reference_svd(G, rank)
+    return (np.asarray(ref.U), np.asarray(ref.s), np.asarray(ref.V))
+
+
+def as_reference(triplets):
+    from solvers import SVDResult
+
+    U, s, V = triplets
+    return SVDResult(U=U, s=s, V=V, info={"method": "reference"})
+
+
+def check_accuracy(reference, result, eps, weights, what):
+    """Raise :class:`MissedTolerance` if ``result`` misses ``eta <= eps``.
+
+    A time for a wrong answer is never reported.
+    """
+    from ksvd_bench.metrics import eta
+
+    value = eta(reference, result, weights=weights)
+    if not value <= eps:
+        raise MissedTolerance(
+            f"{what}: eta={value:.3g} > eps={eps:g} ({weights} weights); refusing to time an "
+            "answer that missed the tolerance"
+        )
+    return value

@@ -1,0 +1,271 @@
+"""The benchmark problems: one kernel matrix per ``--dataset``, built the paper's way.
+
+=====================  =========================================================================
+``cora``, ``citeseer``  the directed citation graph's adjacency matrix A (N x N, x_i = A[i, :],
+``pubmed``              z_j = A[:, j]), SNE kernel (or ``kernel=``), the paper's bandwidth rule
+                        with factor 1 / 1 / 0.5, centred by default
+``cora-features``,      the bundled bag-of-words matrix (N documents x M words, N != M), so a
+``citeseer-features``   compatibility map is needed (default ``"pca"``, the paper's a1)
+``synthetic``           a seeded asymmetric kernel problem with controlled singular-value decay
+                        and coherence (:func:`ksvd_bench.datasets.make_kernel_problem`)
+=====================  =========================================================================
+
+:func:`build_problem` times the dense kernel construction (after a JIT warm-up on a small slice,
+so compile time is never charged) and keeps the data matrix, so the lazy sources of the
+Nystrom methods and the exact structured operator can be built (and timed) later from it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ksvd_bench.experiments.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
+
+__all__ = ["DATASETS", "Problem", "build_problem", "problem_data", "problem_from_data"]
+
+GRAPH_DATASETS = ("cora", "citeseer", "pubmed")
+FEATURE_DATASETS = ("cora-features", "citeseer-features")
+DATASETS = GRAPH_DATASETS + FEATURE_DATASETS + ("synthetic",)
+
+#: the compatibility map used when N != M and none is given (the paper's a1)
+DEFAULT_FEATURE_COMPAT = "pca"
+#: size of the default synthetic problem
+DEFAULT_SYNTHETIC_SHAPE = (1500, 1200)
+
+
+@dataclass
+class Problem:
+    """One kernel SVD problem of the benchmark.
+
+    Attributes
+    ----------
+    name : str
+        The ``--dataset`` name.
+    G : ndarray of shape (N, M)
+        The dense kernel matrix every solver that needs the whole matrix works on.
+    kernel_seconds : float or None
+        Wall time of the dense kernel construction (None for ``synthetic``: there is no kernel
+        to build, the matrix is given).
+    A : ndarray or sparse matrix or None
+        The data matrix the kernel was built from (None for ``synthetic``).
+    kernel : str or None
+        Kernel name (None for ``synthetic``).
+    gamma : float or None
+        The bandwidth actually used.
+    params : dict
+        Everything needed to rebuild the kernel: bandwidth_factor, compat, center, dtype, seed.
+    """
+
+    name: str
+    G: np.ndarray
+    kernel_seconds: float | None
+    A: object = None
+    kernel: str | None = None
+    gamma: float | None = None
+    params: dict = field(default_factory=dict)
+
+    @property
+    def shape(self):
+        return self.G.shape
+
+    @property
+    def supports_structured(self):
+        """True when the exact structured operator applies (sparse square A, exp kernel)."""
+        return (
+            self.A is not None
+            and sp.issparse(self.A)
+            and self.A.shape[0] == self.A.shape[1]
+            and self.kernel in ("sne", "rbf")
+            and self.params.get("compat") is None
+        )
+
+    def lazy_source(self, *, structured=False):
+        """A fresh lazy :class:`~ksvd_bench.kernels.KernelSource` for this problem.
+
+        Parameters
+        ----------
+        structured : bool or "auto", default=False
+            Passed to ``KernelSource``. ``False`` evaluates only the blocks a solver asks for,
+            which is what the Nystrom methods' end-to-end time should charge.
+
+        Returns
+        -------
+        source
+            For ``synthetic`` (no data matrix) the dense matrix wrapped by ``solvers.as_source``.
+        """
+        if self.A is None:
+            from solvers import as_source
+
+            return as_source(self.G)
+        from ksvd_bench.kernels import KernelSource
+
+        p = self.params
+        return KernelSource(
+            self.A,
+            self.kernel,
+            gamma=self.gamma,
+            compat=p["compat"],
+            center=p["center"],
+            random_state=p["seed"],
+            structured=structured,
+        )
+
+    def structured_source(self):
+        """A fresh exact :class:`~ksvd_bench.kernels.StructuredKernelSource`, or None."""
+        if not self.supports_structured:
+            return None
+        from ksvd_bench.kernels import StructuredKernelSource
+
+        return StructuredKernelSource(
+            self.A, self.kernel, gamma=self.gamma, center=self.params["center"]
+        )
+
+
+def problem_data(name):
+    """The data matrix of a named real dataset: CSR adjacency or bag-of-words features.
+
+    Parameters
+    ----------
+    name : str
+        One of ``cora``, ``citeseer``, ``pubmed``, ``cora-features``, ``citeseer-features``.
+    """
+    from ksvd_bench.datasets import load_features, load_graph
+
+    # content_only: the paper's node counts (Citeseer 3312, not the 3327 ids of the cites file).
+    if name in GRAPH_DATASETS:
+        return load_graph(name, content_only=True).adjacency
+    if name in FEATURE_DATASETS:
+        return sp.csr_matrix(load_features(name.split("-")[0], content_only=True),
+                             dtype=np.float64)
+    raise ValueError(f"dataset must be one of {GRAPH_DATASETS + FEATURE_DATASETS}, got {name!r}")
+
+
+def _warm_up(A, kernel, gamma, compat, center, seed):
+    """Compile the kernel builders on a small slice of the same type, dtype and layout."""
+    from ksvd_bench.kernels import ksvd_kernel
+
+    k = min(64, A.shape[0], A.shape[1])
+    small = A[:k, :k] if A.shape[0] == A.shape[1] else A[:k]
+    if sp.issparse(small):
+        small = sp.csr_matrix(small)
+    ksvd_kernel(small, kernel, gamma=gamma, compat=compat, center=center, random_state=seed)
+
+
+def build_problem(
+    name="cora",
+    *,
+    kernel=DEFAULT_KERNEL,
+    center=True,
+    bandwidth_factor=None,
+    gamma=None,
+    compat=None,
+    shape=None,
+    synthetic_options=None,
+    random_state=0,
+):
+    """Build the dense kernel matrix of one benchmark problem and time its construction.
+
+    Parameters
+    ----------
+    name : str, default="cora"
+        One of :data:`DATASETS`.
+    kernel : str, default="sne"
+        Kernel for the real datasets (ignored for ``synthetic``).
+    center : bool, default=True
+        Centre the kernel matrix (H_N G H_M), as the paper does.
+    bandwidth_factor : float, optional
+        Factor of the paper's bandwidth rule; default 1 for Cora/Citeseer and the feature
+        problems, 0.5 for PubMed (the paper's choices).
+    gamma : float, optional
+        Bandwidth; overrides ``bandwidth_factor``.
+    compat : str, optional
+        Compatibility map for the feature problems (default ``"pca"``, the paper's a1);
+        must be None for the square graph problems.
+    shape : tuple of int, optional
+        ``(N, M)`` of the synthetic problem (default ``(1500, 1200)``).
+    synthetic_options : dict, optional
+        Extra keyword arguments for :func:`ksvd_bench.datasets.make_kernel_problem`
+        (``rank``, ``decay``, ``coherence``, ``noise``).
+    random_state : int, default=0
+        Seed of the synthetic generator and of the random compatibility map. An int is required
+        (not a Generator) so the problem can be rebuilt and recorded.
+
+    Returns
+    -------
+    Problem
+    """
+    if name not in DATASETS:
+        raise ValueError(f"dataset must be one of {DATASETS}, got {name!r}")
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
+        raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
+    seed = int(random_state)
+    if name == "synthetic":
+        from ksvd_bench.datasets import make_kernel_problem
+
+        n, m = DEFAULT_SYNTHETIC_SHAPE if shape is None else shape
+        opts = dict(synthetic_options or {})
+        G = np.ascontiguousarray(make_kernel_problem(int(n), int(m), random_state=seed, **opts),
+                                 dtype=np.float64)
+        params = {"shape": [int(n), int(m)], "seed": seed, "center": False, "compat": None,
+                  **opts}
+        return Problem(name=name, G=G, kernel_seconds=None, params=params)
+
+    if shape is not None:
+        raise ValueError("shape applies only to dataset='synthetic'")
+    A = problem_data(name)
+    if name in GRAPH_DATASETS:
+        if compat is not None:
+            raise ValueError(f"compat must be None for the square graph dataset {name!r}")
+        factor = BANDWIDTH_FACTORS[name] if bandwidth_factor is None else bandwidth_factor
+    else:
+        compat = DEFAULT_FEATURE_COMPAT if compat is None else compat
+        factor = 1.0 if bandwidth_factor is None else bandwidth_factor
+    return problem_from_data(A, name=name, kernel=kernel, gamma=gamma, bandwidth_factor=factor,
+                             compat=compat, center=center, random_state=seed)
+
+
+def problem_from_data(A, *, name, kernel=DEFAULT_KERNEL, gamma=None, bandwidth_factor=1.0,
+                      compat=None, center=True, random_state=0):
+    """A :class:`Problem` from any data matrix: the dense kernel matrix, timed after a warm-up.
+
+    Parameters
+    ----------
+    A : ndarray or sparse matrix of shape (N, M)
+        Data matrix (rows x_i = A[i, :], columns z_j = A[:, j]).
+    name : str
+        Label of the problem in tables and files.
+    kernel : str, default="sne"
+    gamma : float, optional
+        Bandwidth; default the paper's rule with ``bandwidth_factor``.
+    bandwidth_factor : float, default=1.0
+    compat : str or None, default=None
+        Compatibility map (required when N != M).
+    center : bool, default=True
+    random_state : int, default=0
+        Seed of a random compatibility map (recorded).
+
+    Returns
+    -------
+    Problem
+    """
+    from ksvd_bench.kernels import ksvd_kernel, paper_gamma
+
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
+        raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
+    seed = int(random_state)
+    factor = float(bandwidth_factor)
+    if gamma is None and kernel in ("sne", "rbf", "t"):
+        gamma = paper_gamma(A, factor)
+    _warm_up(A, kernel, gamma, compat, center, seed)
+    t0 = time.perf_counter()
+    G = ksvd_kernel(A, kernel, gamma=gamma, compat=compat, center=center, random_state=seed)
+    seconds = time.perf_counter() - t0
+    G = np.asarray(G, dtype=np.float64)
+    params = {"bandwidth_factor": factor, "compat": compat, "center": bool(center),
+              "seed": seed, "dtype": "float64"}
+    return Problem(name=name, G=G, kernel_seconds=seconds, A=A, kernel=kernel,
+                   gamma=None if gamma is None else float(gamma), params=params)

@@ -1,0 +1,35 @@
+"""Kernel builders for KSVD: dense kernel matrices, compatibility maps and lazy sources.
+
+``kernel_matrix`` builds ``G_ij = k(x_i, z_j)`` between two point sets (Numba, parallel over
+rows, sparse inputs kept sparse); ``compat_data`` maps the row and column data of a data
+matrix ``A`` into one space (the paper's Algorithm 2); ``ksvd_kernel`` returns the dense G of
+``A`` and ``KernelSource`` a lazy matrix source of it for the solvers.
+``StructuredKernelSource`` (module ``structured``) is loaded on first attribute access.
+"""
+
+from ._params import COMPATS, EXP_KERNELS, KERNELS, paper_gamma
+from .compat import compat_data
+from .matrix import center_matrix, kernel_matrix
+from .source import KernelSource, ksvd_kernel
+
+__all__ = [
+    "KERNELS",
+    "EXP_KERNELS",
+    "COMPATS",
+    "paper_gamma",
+    "kernel_matrix",
+    "center_matrix",
+    "compat_data",
+    "ksvd_kernel",
+    "KernelSource",
+]
+# StructuredKernelSource is not in __all__: ``import *`` must work before structured.py exists
+
+
+def __getattr__(name):
+    # structured.py is optional at import time: load it only when asked for
+    if name == "StructuredKernelSource":
+        from .structured import StructuredKernelSource
+
+        return StructuredKernelSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,390 @@
+"""Leaf Numba kernels: distances to kernel values, row normalisation, centring.
+
+Every parallel kernel runs ``prange`` over output rows (or over fixed-width column chunks)
+with a serial inner loop and disjoint writes, so each output entry and each sum is computed
+in one fixed order whatever the number of threads: results do not depend on the thread count.
+Sums are accumulated in float64 even when the matrix is float32.
+
+Inputs are validated (finite, shapes) by the callers: ``fastmath=True`` lets the compiler
+assume there are no NaN/Inf.
+
+``exp`` is :func:`exp_nonpos`, a polynomial kernel that LLVM vectorises (AVX2/AVX-512):
+without Intel SVML (which pip's llvmlite cannot use) a call to libm's ``exp`` per entry
+is several times slower and dominated the SNE build.
+
+Kernel codes (``kind``): 0 = "rbf", 1 = "sne", 2 = "t".
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import prange
+
+RBF, SNE, T = 0, 1, 2
+#: width of the column chunks of the column-sum kernel (fixed: it sets the summation order)
+COL_CHUNK = 256
+
+#: below this many output entries a kernel runs its serial compile: waking the thread pool
+#: costs more than the work (milliseconds on a loaded machine)
+SERIAL_BELOW = 1 << 16
+
+
+class _Kernel:
+    """A kernel compiled twice: parallel for large outputs, serial for small ones.
+
+    The choice depends on the size of the first argument (the output) only, never on the
+    number of threads, so results stay independent of the thread count; both compiles run
+    the same loops in the same order per row.
+    """
+
+    def __init__(self, func):
+        self.parallel = numba.njit(parallel=True, fastmath=True, cache=True)(func)
+        self.serial = numba.njit(fastmath=True, cache=True)(func)
+        self.__doc__ = func.__doc__
+        self.__name__ = func.__name__
+
+    def __call__(self, *args):
+        if args[0].size < SERIAL_BELOW:
+            return self.serial(*args)
+        return self.parallel(*args)
+
+
+_jit = _Kernel
+_jit_serial = numba.njit(fastmath=True, cache=True)
+
+
+LOG2E = 1.4426950408889634
+LN2_HI = 6.93147180369123816490e-01  # Cody-Waite split of log(2): LN2_HI + LN2_LO
+LN2_LO = 1.90821492927058770002e-10
+EXP_MIN = -708.0  # below this exp() is subnormal (< 3.3e-308): flushed to zero
+
+
+# No "reassoc" flag: it would let LLVM fold the Cody-Waite reduction. The loop still
+# vectorises (floor, float->int, FMA), unlike a call to libm's exp without SVML.
+@numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=True)
+def exp_nonpos(a, scratch):
+    """``a <- exp(a)`` in place for ``a <= 0`` (float64), vectorisable, within 1 ulp of libm.
+
+    ``exp(x) = 2^k exp(r)`` with ``k = round(x / log 2)``, ``|r| <= log(2) / 2`` and a degree-13
+    Taylor polynomial for ``exp(r)`` (truncation error < 1e-17 relative); ``2^k`` is built
+    from its bit pattern in the int64 ``scratch`` array. Inputs below ``EXP_MIN`` return 0
+    (subnormal results are flushed: an absolute error below 3.3e-308); positive inputs are
+    treated as 0.
+    """
+    m = a.shape[0]
+    for j in range(m):
+        x0 = a[j]
+        x = x0 if x0 > EXP_MIN else EXP_MIN
+        x = x if x < 0.0 else 0.0
+        k = np.floor(x * LOG2E + 0.5)
+        r = (x - k * LN2_HI) - k * LN2_LO
+        p = 1.0 / 6227020800.0
+        p = p * r + 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        p = p * r + 1.0
+        a[j] = p * r + 1.0
+        scratch[j] = (np.int64(k) + 1023) << 52 if x0 >= EXP_MIN else 0  # bits of 0.0
+    two_k = scratch.view(np.float64)
+    for j in range(m):
+        a[j] = a[j] * two_k[j]
+
+
+@_jit
+def dense_rows(C, xx, zz, inv_g2, kind, shift, scale):
+    """Turn cross products ``C[i, j] = x_i . z_j`` into kernel values, in place.
+
+    ``d_ij = max(xx[i] + zz[j] - 2 C[i, j], 0)`` (negative values are cancellation error).
+    For SNE each row is shifted by its smallest distance before ``exp`` (log-sum-exp), so
+    the largest entry is exp(0) = 1 and the row sum cannot underflow or overflow. SNE and t
+    rows are divided by their sums. ``shift[i]`` and ``scale[i]`` (1 / row sum; 1 for rbf)
+    receive the per-row constants so that any block can later be evaluated alone. Each row
+    is worked on in a float64 buffer whatever the dtype of ``C``.
+    """
+    n, m = C.shape
+    for i in prange(n):
+        buf = np.empty(m, dtype=np.float64)
+        scratch = np.empty(m, dtype=np.int64)
+        xi = xx[i]
+        mn = np.inf
+        for j in range(m):
+            d = xi + zz[j] - 2.0 * C[i, j]
+            d = d if d > 0.0 else 0.0
+            buf[j] = d
+            mn = min(mn, d)
+        if kind != SNE:
+            mn = 0.0
+        if kind == T:
+            for j in range(m):
+                buf[j] = 1.0 / (1.0 + buf[j] * inv_g2)
+        else:
+            for j in range(m):
+                buf[j] = (mn - buf[j]) * inv_g2
+            exp_nonpos(buf, scratch)
+        c = 1.0
+        if kind != RBF:
+            s = 0.0
+            for j in range(m):
+                s += buf[j]
+            c = 1.0 / s
+        shift[i] = mn
+        scale[i] = c
+        for j in range(m):
+            C[i, j] = buf[j] * c
+
+
+@_jit
+def dense_fused(out, X, Zt, xx, zz, inv_g2, kind, shift, scale, chunk):
+    """Distance kernel of dense ``X`` and ``Z`` (given as ``Zt = Z.T``) written into ``out``.
+
+    Fuses the cross product with :func:`dense_rows`: parallel over fixed chunks of
+    ``chunk`` rows, each computes its ``X[a:b] @ Z.T`` with BLAS (the caller limits BLAS
+    to one thread) while it fits in cache, then turns it into kernel values row by row. The
+    N x M cross-product matrix is never stored, so ``out`` is written exactly once. The
+    chunk size is fixed by the caller (not by the thread count), so results do not depend
+    on the number of threads. Same per-row arithmetic as :func:`dense_rows`.
+    """
+    n = X.shape[0]
+    m = Zt.shape[1]
+    n_chunks = (n + chunk - 1) // chunk
+    for c in prange(n_chunks):
+        a = c * chunk
+        b = min(a + chunk, n)
+        C = np.dot(X[a:b], Zt)
+        buf = np.empty(m, dtype=np.float64)
+        scratch = np.empty(m, dtype=np.int64)
+        for ii in range(b - a):
+            i = a + ii
+            xi = xx[i]
+            mn = np.inf
+            for j in range(m):
+                d = xi + zz[j] - 2.0 * C[ii, j]
+                d = d if d > 0.0 else 0.0
+                buf[j] = d
+                mn = min(mn, d)
+            if kind != SNE:
+                mn = 0.0
+            if kind == T:
+                for j in range(m):
+                    buf[j] = 1.0 / (1.0 + buf[j] * inv_g2)
+            else:
+                for j in range(m):
+                    buf[j] = (mn - buf[j]) * inv_g2
+                exp_nonpos(buf, scratch)
+            cs = 1.0
+            if kind != RBF:
+                s = 0.0
+                for j in range(m):
+                    s += buf[j]
+                cs = 1.0 / s
+            shift[i] = mn
+            scale[i] = cs
+            for j in range(m):
+                out[i, j] = buf[j] * cs
+
+
+@_jit
+def block_rows(C, xx, zz, inv_g2, kind, shift, scale):
+    """Kernel values of a block from its cross products, with given per-row constants.
+
+    Same arithmetic as :func:`dense_rows`, entry by entry, but the row shift and the row
+    normaliser come from ``shift`` / ``scale`` (computed once over full rows), so a block of
+    a few columns equals the same entries of the full matrix.
+    """
+    n, m = C.shape
+    for i in prange(n):
+        buf = np.empty(m, dtype=np.float64)
+        scratch = np.empty(m, dtype=np.int64)
+        xi = xx[i]
+        mn = shift[i]
+        for j in range(m):
+            d = xi + zz[j] - 2.0 * C[i, j]
+            d = d if d > 0.0 else 0.0
+            if kind == T:
+                buf[j] = 1.0 / (1.0 + d * inv_g2)
+            else:
+                buf[j] = (mn - d) * inv_g2
+        if kind != T:
+            exp_nonpos(buf, scratch)
+        c = scale[i]
+        for j in range(m):
+            C[i, j] = buf[j] * c
+
+
+@numba.njit(fastmath=True, cache=True)
+def _has_index(indices, a, b, j):
+    """Binary search for column ``j`` in the sorted ``indices[a:b]`` of one CSR row."""
+    lo, hi = a, b
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v = indices[mid]
+        if v == j:
+            return True
+        if v < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return False
+
+
+@_jit
+def sparse_exp_rows(out, indptr, indices, data, xx, zz, zorder, inv_g2, normalize, shift, scale):
+    """Exp kernel (rbf, or SNE when ``normalize``) for sparse data, one write per entry.
+
+    The cross products come as a CSR matrix ``(indptr, indices, data)`` with sorted indices.
+    Where the cross product is a structural zero, ``d_ij = xx[i] + zz[j]`` and the entry
+    factorises: ``exp((mn - xx[i] - zz[j]) g) = F_i * ez_j`` with ``ez_j = exp((zmin - zz[j]) g)``
+    computed once. A row is then one scaled copy of ``ez`` plus ``nnz(row)`` exact ``exp``
+    corrections, and its SNE normaliser follows from ``sum(ez)`` without a pass over the row,
+    so building G costs about as much as writing it. ``zorder`` sorts ``zz`` ascending: the
+    smallest distance among the structural zeros is found by walking it past the row's
+    nonzero columns. Rows where ``F_i > 1`` (possible only when some cross products are
+    negative) take the direct path to rule out overflow.
+    """
+    n, m = out.shape
+    zmin = zz[zorder[0]]
+    ez = np.empty(m, dtype=np.float64)
+    for j in range(m):
+        ez[j] = (zmin - zz[j]) * inv_g2
+    exp_nonpos(ez, np.empty(m, dtype=np.int64))
+    ez_total = 0.0
+    for j in range(m):
+        ez_total += ez[j]
+    for i in prange(n):
+        a = indptr[i]
+        b = indptr[i + 1]
+        xi = xx[i]
+        mn = np.inf
+        for k in range(a, b):
+            d = xi + zz[indices[k]] - 2.0 * data[k]
+            if d < 0.0:
+                d = 0.0
+            if d < mn:
+                mn = d
+        for t in range(m):
+            j = zorder[t]
+            if not _has_index(indices, a, b, j):
+                d = xi + zz[j]
+                if d < mn:
+                    mn = d
+                break
+        if not normalize:
+            mn = 0.0
+        lf = (mn - xi - zmin) * inv_g2
+        if lf <= 0.0:
+            f = np.exp(lf)
+            s_fact = 0.0
+            s_exact = 0.0
+            for k in range(a, b):
+                j = indices[k]
+                d = xi + zz[j] - 2.0 * data[k]
+                if d < 0.0:
+                    d = 0.0
+                s_fact += ez[j]
+                s_exact += np.exp((mn - d) * inv_g2)
+            if normalize:
+                s = f * (ez_total - s_fact) + s_exact
+                if s < s_exact:
+                    s = s_exact
+                c = 1.0 / s
+            else:
+                c = 1.0
+            fc = f * c
+            for j in range(m):
+                out[i, j] = fc * ez[j]
+            for k in range(a, b):
+                j = indices[k]
+                d = xi + zz[j] - 2.0 * data[k]
+                if d < 0.0:
+                    d = 0.0
+                out[i, j] = np.exp((mn - d) * inv_g2) * c
+        else:
+            for j in range(m):
+                out[i, j] = xi + zz[j]
+            for k in range(a, b):
+                j = indices[k]
+                d = out[i, j] - 2.0 * data[k]
+                out[i, j] = d if d > 0.0 else 0.0
+            s = 0.0
+            for j in range(m):
+                e = np.exp((mn - out[i, j]) * inv_g2)
+                out[i, j] = e
+                s += e
+            c = 1.0 / s if normalize else 1.0
+            if normalize:
+                for j in range(m):
+                    out[i, j] = out[i, j] * c
+        shift[i] = mn
+        scale[i] = c
+
+
+@_jit
+def poly_inplace(C, coef0, degree):
+    """``C <- (C + coef0) ** degree`` in place."""
+    n, m = C.shape
+    for i in prange(n):
+        for j in range(m):
+            C[i, j] = (C[i, j] + coef0) ** degree
+
+
+@_jit
+def row_sums(G):
+    """Row sums of ``G`` in float64, each summed serially."""
+    n, m = G.shape
+    out = np.empty(n, dtype=np.float64)
+    for i in prange(n):
+        s = 0.0
+        for j in range(m):
+            s += G[i, j]
+        out[i] = s
+    return out
+
+
+@_jit
+def col_sums(G):
+    """Column sums of ``G`` in float64, each summed serially over the rows in order.
+
+    Parallel over fixed-width column chunks; reading a chunk of each row keeps the access
+    contiguous without any reduction across threads.
+    """
+    n, m = G.shape
+    out = np.zeros(m, dtype=np.float64)
+    n_chunks = (m + COL_CHUNK - 1) // COL_CHUNK
+    for c in prange(n_chunks):
+        j0 = c * COL_CHUNK
+        j1 = min(j0 + COL_CHUNK, m)
+        acc = np.zeros(j1 - j0, dtype=np.float64)
+        for i in range(n):
+            for j in range(j0, j1):
+                acc[j - j0] += G[i, j]
+        for j in range(j0, j1):
+            out[j] = acc[j - j0]
+    return out
+
+
+@_jit
+def center_inplace(G, rmean, cmean, gmean):
+    """``G[i, j] <- G[i, j] - rmean[i] - cmean[j] + gmean`` in place."""
+    n, m = G.shape
+    for i in prange(n):
+        ri = rmean[i] - gmean
+        for j in range(m):
+            G[i, j] = G[i, j] - ri - cmean[j]
+
+
+@_jit_serial
+def ordered_sum(v):
+    """Serial float64 sum of a vector (fixed order)."""
+    s = 0.0
+    for i in range(v.shape[0]):
+        s += v[i]
+    return s

@@ -1,0 +1,286 @@
+"""Dense kernel matrices ``G_ij = k(x_i, z_j)`` between two point sets, and centring."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _numba as nb
+from ._params import check_gamma, check_kernel
+
+__all__ = ["kernel_matrix", "center_matrix"]
+
+_KIND = {"rbf": nb.RBF, "sne": nb.SNE, "t": nb.T}
+#: bytes of the cross-product chunk of the fused dense kernel (stays in L2/L3 cache)
+FUSED_CHUNK_BYTES = 1 << 20
+_BLAS = None
+
+
+def _one_blas_thread():
+    """Context limiting BLAS to one thread (the Numba threads do the parallel work)."""
+    global _BLAS
+    if _BLAS is None:
+        # Numba's np.dot calls SciPy's BLAS, which numpy alone does not load: import it
+        # before threadpoolctl takes its inventory of BLAS libraries
+        import scipy.linalg.cython_blas  # noqa: F401
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
+# --------------------------------------------------------------------------- validation
+def _resolve_dtype(dtype, *arrays):
+    """Output dtype: ``dtype`` if given, else float32 when every input is float32, else float64."""
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32, float64 or None, got {dtype}")
+        return dtype
+    if all(a.dtype == np.float32 for a in arrays):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def check_data(X, name, *, dtype=None):
+    """Return ``X`` as a 2-d float ndarray or CSR matrix, checked non-empty and finite.
+
+    ``dtype=None`` keeps float32/float64 and turns anything else into float64.
+    """
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-d, got ndim={X.ndim}")
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == np.bool_) or np.issubdtype(
+            X.dtype, np.complexfloating
+        ):
+            raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
+        X = sp.csr_matrix(X)
+        if dtype is None:
+            dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+        X = X.astype(dtype, copy=False)
+        if not X.has_canonical_format:
+            # squared norms are read from the stored entries: duplicates must be summed first
+            X = X.copy()
+            X.sum_duplicates()
+        data = X.data
+    else:
+        if isinstance(X, (str, bytes)) or X is None:
+            raise TypeError(f"{name} must be an array or a scipy sparse matrix, got {type(X)}")
+        X = np.asarray(X)
+        if X.dtype == object or not (
+            np.issubdtype(X.dtype, np.number) or X.dtype == np.bool_
+        ) or np.issubdtype(X.dtype, np.complexfloating):
+            raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-d, got ndim={X.ndim}")
+        if dtype is None:
+            dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+        X = np.ascontiguousarray(X, dtype=dtype)
+        data = X
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} is empty: shape {X.shape}")
+    if not np.all(np.isfinite(data)):
+        raise ValueError(f"{name} contains NaN or Inf")
+    return X
+
+
+def check_degree(degree):
+    if isinstance(degree, bool) or not isinstance(degree, numbers.Real):
+        raise TypeError(f"degree must be a real number >= 1, got {type(degree).__name__}")
+    if not np.isfinite(degree) or degree < 1:
+        raise ValueError(f"degree must be >= 1, got {degree}")
+    return float(degree)
+
+
+def check_coef0(coef0):
+    if isinstance(coef0, bool) or not isinstance(coef0, numbers.Real):
+        raise TypeError(f"coef0 must be a real number, got {type(coef0).__name__}")
+    if not np.isfinite(coef0):
+        raise ValueError(f"coef0 must be finite, got {coef0}")
+    return float(coef0)
+
+
+def _row_norms_sparse(X):
+    d = X.data.astype(np.float64)
+    out = np.zeros(X.shape[0])
+    nz = np.diff(X.indptr) > 0
+    if d.size:
+        out[nz] = np.add.reduceat(d * d, X.indptr[:-1][nz])
+    return out
+
+
+def squared_norms(X):
+    """Squared row norms in float64 (sparse: from the stored entries only)."""
+    if sp.issparse(X):
+        return _row_norms_sparse(X)
+    Xf = X.astype(np.float64, copy=False)
+    return np.einsum("ij,ij->i", Xf, Xf)
+
+
+def cross(X, Z, dtype):
+    """``X @ Z.T``: a CSR matrix (sorted indices) if both are sparse, else a dense C array."""
+    if sp.issparse(X) and sp.issparse(Z):
+        C = (X @ Z.T).tocsr()
+        C.sort_indices()
+        return C
+    if sp.issparse(Z):
+        return np.ascontiguousarray(np.asarray(Z @ np.asarray(X, dtype=dtype).T).T, dtype=dtype)
+    if sp.issparse(X):
+        return np.ascontiguousarray(np.asarray(X @ np.asarray(Z, dtype=dtype).T), dtype=dtype)
+    X = np.asarray(X, dtype=dtype)
+    Z = np.asarray(Z, dtype=dtype)
+    return X @ Z.T
+
+
+def evaluate(X, Z, kernel, gamma, degree, coef0, dtype, xx=None, zz=None):
+    """Uncentred kernel matrix plus per-row (shift, scale) for the distance kernels.
+
+    Internal work horse of :func:`kernel_matrix` and of ``KernelSource``: inputs are
+    already validated. Returns ``(G, shift, scale)``; ``shift``/``scale`` are None for
+    "linear"/"poly".
+    """
+    n, m = X.shape[0], Z.shape[0]
+    if kernel in _KIND and not sp.issparse(X) and not sp.issparse(Z):
+        X = np.ascontiguousarray(X, dtype=dtype)
+        Z = np.asarray(Z, dtype=dtype)
+        xx = squared_norms(X).astype(dtype) if xx is None else xx
+        zz = squared_norms(Z).astype(dtype) if zz is None else zz
+        G = np.empty((n, m), dtype=dtype)
+        shift = np.empty(n, dtype=np.float64)
+        scale = np.empty(n, dtype=np.float64)
+        chunk = max(1, FUSED_CHUNK_BYTES // (8 * m))
+        with _one_blas_thread():
+            nb.dense_fused(G, X, Z.T, xx, zz, 1.0 / (gamma * gamma), _KIND[kernel], shift,
+                           scale, chunk)
+        return G, shift, scale
+    C = cross(X, Z, dtype)
+    if kernel in ("linear", "poly"):
+        G = C.toarray().astype(dtype, copy=False) if sp.issparse(C) else C
+        G = np.ascontiguousarray(G, dtype=dtype)
+        if kernel == "poly":
+            nb.poly_inplace(G, dtype.type(coef0), dtype.type(degree))
+        return G, None, None
+    xx = squared_norms(X).astype(dtype) if xx is None else xx
+    zz = squared_norms(Z).astype(dtype) if zz is None else zz
+    inv_g2 = 1.0 / (gamma * gamma)
+    kind = _KIND[kernel]
+    shift = np.empty(n, dtype=np.float64)
+    scale = np.empty(n, dtype=np.float64)
+    if sp.issparse(C) and kernel in ("sne", "rbf"):
+        G = np.empty((n, m), dtype=dtype)
+        zorder = np.argsort(zz, kind="stable")
+        nb.sparse_exp_rows(G, C.indptr, C.indices, C.data.astype(dtype, copy=False), xx, zz,
+                           zorder, inv_g2, kernel == "sne", shift, scale)
+        return G, shift, scale
+    G = C.toarray().astype(dtype, copy=False) if sp.issparse(C) else C
+    G = np.ascontiguousarray(G, dtype=dtype)
+    nb.dense_rows(G, xx, zz, inv_g2, kind, shift, scale)
+    return G, shift, scale
+
+
+# --------------------------------------------------------------------------- public API
+def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center=False,
+                  dtype=None):
+    """Dense kernel matrix ``G[i, j] = k(x_i, z_j)`` between the rows of ``X`` and of ``Z``.
+
+    Parameters
+    ----------
+    X : array-like or scipy sparse matrix of shape (N, d)
+        Row points ``x_i``. Sparse input is never densified.
+    Z : array-like or scipy sparse matrix of shape (M, d)
+        Column points ``z_j``.
+    kernel : {"sne", "rbf", "t", "linear", "poly"}, default="sne"
+        ``"rbf"``: ``exp(-|x - z|^2 / gamma^2)``; ``"sne"``: the rbf row normalised to sum 1
+        over all ``z_j``; ``"t"``: ``(1 + |x - z|^2 / gamma^2)^-1`` normalised per row;
+        ``"linear"``: ``x . z``; ``"poly"``: ``(x . z + coef0) ** degree``.
+    gamma : float
+        Bandwidth (> 0) of "sne", "rbf" and "t"; required for them, ignored by the others.
+    degree : float, default=2
+        Degree (>= 1) of "poly". A non-integer degree gives NaN where ``x.z + coef0 < 0``.
+    coef0 : float, default=1.0
+        Offset of "poly".
+    center : bool, default=False
+        Return ``H_N G H_M`` with ``H_n = I_n - 11^T / n`` (zero row and column means).
+    dtype : {None, float32, float64}, default=None
+        Output dtype. None gives float32 when both inputs are float32, else float64.
+
+    Returns
+    -------
+    G : ndarray of shape (N, M)
+
+    Notes
+    -----
+    Squared distances are ``|x|^2 + |z|^2 - 2 x.z`` with the cross term from the product
+    ``X @ Z.T`` (sparse product for two sparse inputs; for two dense inputs BLAS on chunks of
+    rows that stay in cache, fused with the kernel so that ``G`` is written once; BLAS is
+    held to one thread meanwhile, the Numba threads being the parallel ones); values that
+    cancellation makes negative are clipped at 0. The element-wise work runs in Numba kernels
+    parallel over rows (``prange``) with each row's sums computed serially, so the result
+    does not depend on the number of threads. SNE rows are shifted by their smallest
+    distance before ``exp`` (log-sum-exp), so they stay finite and sum to 1 for any
+    ``gamma > 0``. For two sparse inputs the exp kernels factorise over the structural
+    zeros of ``X @ Z.T`` (one ``exp`` per nonzero, not per entry), so building ``G`` costs
+    about as much as writing it. Peak memory: ``G`` plus ``X @ Z.T`` when sparse.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(5, 3))
+    >>> G = kernel_matrix(X, X, "sne", gamma=1.0)
+    >>> np.allclose(G.sum(axis=1), 1.0)
+    True
+    """
+    kernel = check_kernel(kernel)
+    X = check_data(X, "X")
+    Z = check_data(Z, "Z")
+    if X.shape[1] != Z.shape[1]:
+        raise ValueError(
+            f"X and Z must have the same number of features (columns): X has {X.shape[1]}, "
+            f"Z has {Z.shape[1]}"
+        )
+    dtype = _resolve_dtype(dtype, X, Z)
+    if kernel in _KIND:
+        if gamma is None:
+            raise ValueError(f"gamma is required for kernel {kernel!r}")
+        gamma = check_gamma(gamma)
+    degree = check_degree(degree)
+    coef0 = check_coef0(coef0)
+    if not isinstance(center, (bool, np.bool_)):
+        raise TypeError(f"center must be a bool, got {type(center).__name__}")
+    G, _, _ = evaluate(X, Z, kernel, gamma, degree, coef0, dtype)
+    if center:
+        _center_inplace(G)
+    return G
+
+
+def _center_inplace(G):
+    n, m = G.shape
+    rmean = nb.row_sums(G) / m
+    cmean = nb.col_sums(G) / n
+    gmean = nb.ordered_sum(rmean) / n
+    nb.center_inplace(G, rmean.astype(G.dtype), cmean.astype(G.dtype), G.dtype.type(gmean))
+    return G
+
+
+def center_matrix(G):
+    """Double centring ``H_N G H_M`` of a dense matrix (``H_n = I_n - 11^T / n``).
+
+    Subtracts the row means and the column means and adds back the grand mean, so every
+    row and column of the result has mean zero (up to rounding).
+
+    Parameters
+    ----------
+    G : array-like of shape (N, M)
+        Finite real matrix; float32 stays float32, other dtypes become float64.
+
+    Returns
+    -------
+    Gc : ndarray of shape (N, M)
+        A new array; ``G`` is not modified.
+    """
+    G = check_data(G, "G")
+    if sp.issparse(G):
+        raise TypeError("G must be dense: centring makes a sparse matrix dense")
+    return _center_inplace(G.copy())

@@ -1,0 +1,84 @@
+"""The result type shared by every solver, and the normalisation applied to every answer."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["SVDResult"]
+
+
+@dataclass
+class SVDResult:
+    """Top singular triplets of a matrix ``G`` (N x M) as returned by :func:`solvers.svd`.
+
+    Attributes
+    ----------
+    U : ndarray of shape (N, rank)
+        Left singular vectors (orthonormal columns unless a method documents otherwise).
+    s : ndarray of shape (rank,)
+        Singular values, largest first.
+    V : ndarray of shape (M, rank)
+        Right singular vectors, ``G ~ U @ diag(s) @ V.T``.
+    info : dict
+        ``"method"`` (str), ``"effort"`` (int, the method's effort parameter),
+        ``"n_matvec"`` (int, number of vectors multiplied by ``G`` or ``G.T``),
+        ``"n_block_entries"`` (int, entries of ``G`` read through ``rows``/``cols``/``block``),
+        ``"seconds"`` (float, wall time of the call) and method-specific keys.
+
+    Notes
+    -----
+    Sign convention: for every ``i`` the entry of largest magnitude in ``U[:, i]`` is positive
+    (the first such entry on ties) and ``V[:, i]`` is flipped with it, so that
+    ``U[:, i] * s[i] * V[:, i].T`` is unchanged and equal answers compare equal.
+    """
+
+    U: np.ndarray
+    s: np.ndarray
+    V: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    @property
+    def rank(self) -> int:
+        """Number of triplets."""
+        return int(self.s.shape[0])
+
+    def __iter__(self):
+        # Lets ``U, s, V = solvers.svd(...)`` work like ``np.linalg.svd`` (with V, not V^T).
+        return iter((self.U, self.s, self.V))
+
+
+def fix_signs(U, V):
+    """Flip column pairs in place so the largest-magnitude entry of each ``U[:, i]`` is > 0."""
+    if U.shape[1] == 0:
+        return U, V
+    top = np.argmax(np.abs(U), axis=0)
+    sign = np.sign(U[top, np.arange(U.shape[1])])
+    sign[sign == 0] = 1
+    U *= sign
+    V *= sign
+    return U, V
+
+
+def finish(U, s, V, *, method, effort, tracker, t0, dtype, **extra):
+    """Order triplets by decreasing ``s``, apply the sign convention, cast, and build info.
+
+    ``tracker`` is the counting wrapper the method used (see ``_validation.Tracked``);
+    ``t0`` is the ``time.perf_counter()`` value taken when the call started.
+    """
+    order = np.argsort(-np.asarray(s), kind="stable")
+    U = np.array(U[:, order], dtype=dtype)
+    V = np.array(V[:, order], dtype=dtype)
+    s = np.asarray(s, dtype=dtype)[order]
+    fix_signs(U, V)
+    info = {
+        "method": method,
+        "effort": int(effort),
+        "n_matvec": int(tracker.n_matvec),
+        "n_block_entries": int(tracker.n_block_entries),
+        "seconds": time.perf_counter() - t0,
+    }
+    info.update(extra)
+    return SVDResult(U=U, s=s, V=V, info=info)

@@ -1,0 +1,228 @@
+"""The matrix-source protocol that every solver consumes, and adapters for common types.
+
+A solver never knows where ``G`` came from. It asks a *matrix source* for what it needs:
+
+========================  =====================================================
+``shape``, ``dtype``      the size ``(N, M)`` and the floating dtype of ``G``
+``rows(idx)``             ``G[idx, :]`` as a dense ``(len(idx), M)`` array
+``cols(idx)``             ``G[:, idx]`` as a dense ``(N, len(idx))`` array
+``block(ridx, cidx)``     ``G[np.ix_(ridx, cidx)]`` as a dense array
+``matmat(X)``             ``G @ X`` for a dense ``(M, k)`` array
+``rmatmat(Y)``            ``G.T @ Y`` for a dense ``(N, k)`` array
+========================  =====================================================
+
+Numpy arrays, scipy sparse matrices/arrays and :class:`scipy.sparse.linalg.LinearOperator`
+are adapted by :func:`as_source`; any other object that has the six members above is used
+as it is (``ksvd_bench.kernels.KernelSource`` is one). Optional members: ``dense()`` (the
+whole matrix) and ``row_norms_sq()``/``col_norms_sq()`` (squared row/column norms, used by
+norm sampling in the Nyström solvers; the dense and sparse adapters provide them).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+__all__ = [
+    "MatrixSource",
+    "DenseSource",
+    "SparseSource",
+    "OperatorSource",
+    "as_source",
+    "source_to_dense",
+]
+
+_MEMBERS = ("shape", "dtype", "rows", "cols", "block", "matmat", "rmatmat")
+
+
+@runtime_checkable
+class MatrixSource(Protocol):
+    """Structural type of a matrix source (see the module docstring)."""
+
+    shape: tuple[int, int]
+    dtype: np.dtype
+
+    def rows(self, idx) -> np.ndarray: ...
+
+    def cols(self, idx) -> np.ndarray: ...
+
+    def block(self, ridx, cidx) -> np.ndarray: ...
+
+    def matmat(self, X) -> np.ndarray: ...
+
+    def rmatmat(self, Y) -> np.ndarray: ...
+
+
+def _as_index(idx, n, name):
+    idx = np.asarray(idx)
+    if idx.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array of indices, got ndim={idx.ndim}")
+    if idx.size and not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers, got dtype {idx.dtype}")
+    idx = idx.astype(np.intp, copy=False)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError(f"{name} out of range for a dimension of size {n}")
+    return idx
+
+
+def _float_dtype(dtype):
+    dtype = np.dtype(dtype)
+    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+
+
+class DenseSource:
+    """Matrix source over a dense 2-d numpy array (no copy for float32/float64 input)."""
+
+    def __init__(self, G):
+        G = np.asarray(G)
+        if G.ndim != 2:
+            raise ValueError(f"G must be 2-d, got ndim={G.ndim}")
+        self.G = G.astype(_float_dtype(G.dtype), copy=False)
+        self.shape = self.G.shape
+        self.dtype = self.G.dtype
+
+    def rows(self, idx):
+        return self.G[_as_index(idx, self.shape[0], "row indices")]
+
+    def cols(self, idx):
+        return self.G[:, _as_index(idx, self.shape[1], "column indices")]
+
+    def block(self, ridx, cidx):
+        r = _as_index(ridx, self.shape[0], "row indices")
+        c = _as_index(cidx, self.shape[1], "column indices")
+        return self.G[np.ix_(r, c)]
+
+    def matmat(self, X):
+        return self.G @ X
+
+    def rmatmat(self, Y):
+        return self.G.T @ Y
+
+    def dense(self):
+        return self.G
+
+    def row_norms_sq(self):
+        """Squared Euclidean norms of the rows (used by norm sampling)."""
+        return np.einsum("ij,ij->i", self.G, self.G, dtype=np.float64)
+
+    def col_norms_sq(self):
+        """Squared Euclidean norms of the columns (used by norm sampling)."""
+        return np.einsum("ij,ij->j", self.G, self.G, dtype=np.float64)
+
+
+class SparseSource:
+    """Matrix source over a scipy sparse matrix or array (kept in CSR and CSC)."""
+
+    def __init__(self, G):
+        G = sp.csr_matrix(G)
+        self.csr = G.astype(_float_dtype(G.dtype), copy=False)
+        self.csc = self.csr.tocsc()
+        self.shape = self.csr.shape
+        self.dtype = self.csr.dtype
+
+    def rows(self, idx):
+        return self.csr[_as_index(idx, self.shape[0], "row indices")].toarray()
+
+    def cols(self, idx):
+        return self.csc[:, _as_index(idx, self.shape[1], "column indices")].toarray()
+
+    def block(self, ridx, cidx):
+        r = _as_index(ridx, self.shape[0], "row indices")
+        c = _as_index(cidx, self.shape[1], "column indices")
+        return self.csr[r][:, c].toarray()
+
+    def matmat(self, X):
+        return np.asarray(self.csr @ X)
+
+    def rmatmat(self, Y):
+        return np.asarray(self.csc.T @ Y)
+
+    def dense(self):
+        return self.csr.toarray()
+
+    def row_norms_sq(self):
+        """Squared Euclidean norms of the rows (used by norm sampling)."""
+        return np.asarray(self.csr.multiply(self.csr).sum(axis=1), dtype=np.float64).ravel()
+
+    def col_norms_sq(self):
+        """Squared Euclidean norms of the columns (used by norm sampling)."""
+        return np.asarray(self.csr.multiply(self.csr).sum(axis=0), dtype=np.float64).ravel()
+
+
+class OperatorSource:
+    """Matrix source over a :class:`~scipy.sparse.linalg.LinearOperator`.
+
+    Only ``matmat``/``rmatmat`` are native; ``rows``, ``cols`` and ``block`` are computed
+    by applying the operator to unit vectors, which costs one product per requested index.
+    """
+
+    def __init__(self, op):
+        self.op = op
+        self.shape = tuple(op.shape)
+        self.dtype = _float_dtype(op.dtype)
+
+    def _unit(self, idx, n):
+        E = np.zeros((n, idx.size), dtype=self.dtype)
+        E[idx, np.arange(idx.size)] = 1
+        return E
+
+    def rows(self, idx):
+        idx = _as_index(idx, self.shape[0], "row indices")
+        return np.asarray(self.op.rmatmat(self._unit(idx, self.shape[0]))).T
+
+    def cols(self, idx):
+        idx = _as_index(idx, self.shape[1], "column indices")
+        return np.asarray(self.op.matmat(self._unit(idx, self.shape[1])))
+
+    def block(self, ridx, cidx):
+        r = _as_index(ridx, self.shape[0], "row indices")
+        return self.cols(cidx)[r]
+
+    def matmat(self, X):
+        return np.asarray(self.op.matmat(X))
+
+    def rmatmat(self, Y):
+        return np.asarray(self.op.rmatmat(Y))
+
+    def dense(self):
+        return self.cols(np.arange(self.shape[1]))
+
+
+def as_source(G) -> MatrixSource:
+    """Return a matrix source for ``G``.
+
+    Parameters
+    ----------
+    G : ndarray, sparse matrix, LinearOperator or MatrixSource
+        The matrix. Objects that already implement the protocol are returned unchanged.
+
+    Returns
+    -------
+    source : MatrixSource
+    """
+    if isinstance(G, (DenseSource, SparseSource, OperatorSource)):
+        return G
+    if sp.issparse(G):
+        return SparseSource(G)
+    if isinstance(G, LinearOperator):
+        return OperatorSource(G)
+    if isinstance(G, np.ndarray):
+        return DenseSource(G)
+    if all(hasattr(G, name) for name in _MEMBERS):
+        return G
+    if isinstance(G, (list, tuple)):
+        return DenseSource(np.asarray(G))
+    raise TypeError(
+        "G must be a numpy array, a scipy sparse matrix, a LinearOperator or an object with "
+        f"{', '.join(_MEMBERS)}; got {type(G).__name__}"
+    )
+
+
+def source_to_dense(source) -> np.ndarray:
+    """Materialise a matrix source as a dense array (for references and tests)."""
+    if hasattr(source, "dense"):
+        return np.asarray(source.dense())
+    return source.cols(np.arange(source.shape[1]))

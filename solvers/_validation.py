@@ -1,0 +1,302 @@
+"""Argument checking shared by every solver (one function, in the spirit of scipy's ``svds._iv``).
+
+Every public solver calls :func:`check_args` first; it validates and normalises all arguments
+up front, so the numerical code after it can assume sane input. Error messages name the
+offending parameter and the allowed values.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._source import DenseSource, SparseSource, as_source
+
+__all__ = ["METHODS", "OPTIONS", "check_args", "check_method_options", "Tracked"]
+
+METHODS = ("tsvd", "rsvd", "sym_nystrom", "asym_nystrom")
+
+#: Options each method accepts through ``solvers.svd(..., **options)``.
+OPTIONS = {
+    "tsvd": ("backend", "tol", "maxiter", "ncv"),
+    "rsvd": ("n_oversamples", "n_iter", "power_iteration_normalizer"),
+    "sym_nystrom": ("n_samples", "sampling", "orthogonalize", "core"),
+    "asym_nystrom": (
+        "n_samples",
+        "n_rows",
+        "sampling",
+        "row_indices",
+        "col_indices",
+        "orthogonalize",
+        "core",
+    ),
+}
+
+BACKENDS = ("arpack", "propack", "lobpcg")
+SAMPLINGS = ("uniform", "norm")
+CORES = ("rank", "full")
+NORMALIZERS = ("auto", "QR", "LU", "none")
+
+
+class Tracked:
+    """Wrap a matrix source to count what a solver reads and to check it for non-finite values.
+
+    ``n_matvec`` counts vectors multiplied (a ``matmat`` with k columns counts k);
+    ``n_block_entries`` counts entries of ``G`` returned by ``rows``, ``cols`` and ``block``.
+    With ``check_finite=True`` (lazy sources, whose entries were not checked up front) every
+    returned array is checked, which costs one pass over data the solver reads anyway.
+    """
+
+    def __init__(self, source, check_finite):
+        self.source = source
+        self.shape = tuple(int(d) for d in source.shape)
+        self.dtype = np.dtype(source.dtype)
+        self.check_finite = check_finite
+        self.n_matvec = 0
+        self.n_block_entries = 0
+
+    def _checked(self, out, what):
+        out = np.asarray(out)
+        if self.check_finite and not np.isfinite(out).all():
+            raise ValueError(f"G must contain only finite values; {what} returned NaN or inf")
+        return out
+
+    def rows(self, idx):
+        self.n_block_entries += len(idx) * self.shape[1]
+        return self._checked(self.source.rows(idx), "rows(idx)")
+
+    def cols(self, idx):
+        self.n_block_entries += len(idx) * self.shape[0]
+        return self._checked(self.source.cols(idx), "cols(idx)")
+
+    def block(self, ridx, cidx):
+        self.n_block_entries += len(ridx) * len(cidx)
+        return self._checked(self.source.block(ridx, cidx), "block(ridx, cidx)")
+
+    def matmat(self, X):
+        self.n_matvec += X.shape[1]
+        return self._checked(self.source.matmat(X), "matmat(X)")
+
+    def rmatmat(self, Y):
+        self.n_matvec += Y.shape[1]
+        return self._checked(self.source.rmatmat(Y), "rmatmat(Y)")
+
+
+@dataclass
+class Checked:
+    """What :func:`check_args` returns: a tracked source, the rank, a Generator, the options."""
+
+    source: Tracked
+    rank: int
+    rng: np.random.Generator
+    options: dict
+    dtype: np.dtype
+
+
+def _is_int(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _check_int(name, value, low, high=None, *, high_text=None):
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if value < low or (high is not None and value > high):
+        if high is None:
+            raise ValueError(f"{name} must be >= {low}, got {name}={value}")
+        raise ValueError(
+            f"{name} must satisfy {low} <= {name} <= {high_text or high}, got {name}={value}"
+        )
+    return value
+
+
+def _check_choice(name, value, choices, *, casefold=True):
+    if isinstance(value, str):
+        for c in choices:
+            if value == c or (casefold and value.lower() == c.lower()):
+                return c
+    raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+
+
+def _check_bool(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_random_state(random_state):
+    """Return a Generator for ``random_state`` (None, a non-negative int or a Generator)."""
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state)
+    if _is_int(random_state):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state}")
+        return np.random.default_rng(int(random_state))
+    raise TypeError(
+        "random_state must be None, a non-negative int or a numpy.random.Generator; "
+        f"got {type(random_state).__name__}"
+    )
+
+
+def _check_indices(name, idx, n, axis_name):
+    idx = np.asarray(idx)
+    if idx.ndim != 1 or idx.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d array of indices, got shape {idx.shape}")
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers, got dtype {idx.dtype}")
+    if idx.min() < 0 or idx.max() >= n:
+        raise ValueError(f"{name} must lie in [0, {n}) (the number of {axis_name} of G)")
+    if np.unique(idx).size != idx.size:
+        raise ValueError(f"{name} must not contain repeated indices")
+    return idx.astype(np.intp)
+
+
+def check_method_options(method, options):
+    """Check ``method`` and that every option belongs to it (used by :func:`solvers.svd`)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
+    for name in options:
+        if name in OPTIONS[method]:
+            continue
+        owners = [m for m in METHODS if name in OPTIONS[m]]
+        if owners:
+            raise TypeError(
+                f"option {name!r} belongs to method {' / '.join(map(repr, owners))}, not to "
+                f"method {method!r} (valid options: {', '.join(OPTIONS[method])})"
+            )
+        raise TypeError(
+            f"unknown option {name!r} for method {method!r} "
+            f"(valid options: {', '.join(OPTIONS[method])})"
+        )
+
+
+def _check_finite_input(source):
+    """Check concrete inputs up front (cheap); lazy sources are checked block by block."""
+    if isinstance(source, DenseSource):
+        data = source.G
+    elif isinstance(source, SparseSource):
+        data = source.csr.data
+    else:
+        return True
+    if not np.isfinite(data).all():
+        raise ValueError("G must contain only finite values (found NaN or inf)")
+    return False
+
+
+def check_args(method, G, rank, random_state, **options):
+    """Validate and normalise the arguments of one solver call.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`METHODS`.
+    G : array_like, sparse matrix, LinearOperator or matrix source
+    rank : int
+    random_state : None, int or numpy.random.Generator
+    **options
+        The method's options with their values (defaults already filled in by the caller).
+
+    Returns
+    -------
+    Checked
+        ``source`` (a :class:`Tracked` source), ``rank``, ``rng``, normalised ``options``
+        and the working ``dtype`` (float32 for float32 sources, float64 otherwise).
+    """
+    check_method_options(method, options)
+    source = as_source(G)
+    shape = tuple(source.shape)
+    if len(shape) != 2 or min(shape) < 1:
+        raise ValueError(f"G must be a non-empty 2-d matrix, got shape {shape}")
+    N, M = (int(d) for d in shape)
+    kmax = min(N, M)
+    rank = _check_int("rank", rank, 1, kmax, high_text=f"min(N, M) = {kmax}")
+    rng = check_random_state(random_state)
+    dtype = np.dtype(np.float32) if np.dtype(source.dtype) == np.float32 else np.dtype(np.float64)
+    opts = dict(options)
+
+    if method == "tsvd":
+        opts["backend"] = backend = _check_choice("backend", opts["backend"], BACKENDS)
+        tol = opts["tol"]
+        if not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
+            raise ValueError(f"tol must be a finite non-negative number, got {tol!r}")
+        opts["tol"] = float(tol)
+        if opts["maxiter"] is not None:
+            opts["maxiter"] = _check_int("maxiter", opts["maxiter"], 1)
+        if backend != "propack" and rank >= kmax:
+            raise ValueError(
+                f"rank must be < min(N, M) = {kmax} for backend={backend!r} "
+                f"(got rank={rank}); use backend='propack' or a dense SVD"
+            )
+        if opts["ncv"] is not None:
+            if backend != "arpack":
+                raise ValueError(f"ncv applies only to backend='arpack', not {backend!r}")
+            opts["ncv"] = _check_int(
+                "ncv", opts["ncv"], rank + 1, kmax - 1, high_text=f"min(N, M) - 1 = {kmax - 1}"
+            )
+
+    elif method == "rsvd":
+        opts["n_oversamples"] = _check_int("n_oversamples", opts["n_oversamples"], 0)
+        n_iter = opts["n_iter"]
+        if isinstance(n_iter, str):
+            if n_iter != "auto":
+                raise ValueError(f"n_iter must be a non-negative integer or 'auto', got {n_iter!r}")
+            # scikit-learn's rule: more power iterations when the rank is a small fraction.
+            n_iter = 7 if rank < 0.1 * kmax else 4
+        opts["n_iter"] = _check_int("n_iter", n_iter, 0)
+        norm = _check_choice(
+            "power_iteration_normalizer", opts["power_iteration_normalizer"], NORMALIZERS
+        )
+        if norm == "auto":
+            norm = "none" if opts["n_iter"] <= 2 else "LU"
+        opts["power_iteration_normalizer"] = norm
+
+    elif method in ("sym_nystrom", "asym_nystrom"):
+        opts["sampling"] = _check_choice("sampling", opts["sampling"], SAMPLINGS)
+        opts["orthogonalize"] = _check_bool("orthogonalize", opts["orthogonalize"])
+        opts["core"] = _check_choice("core", opts["core"], CORES)
+        if opts["core"] == "full" and not opts["orthogonalize"]:
+            raise ValueError("core='full' needs orthogonalize=True (the raw extension is rank-r)")
+        if method == "sym_nystrom":
+            if opts["n_samples"] is None:
+                raise TypeError("n_samples is required for method 'sym_nystrom'")
+            # Each Gram matrix gets min(n_samples, its size) columns: max(N, M) is full effort.
+            n = _check_int(
+                "n_samples", opts["n_samples"], 1, max(N, M), high_text=f"max(N, M) = {max(N, M)}"
+            )
+            opts["n_samples"] = n
+            sizes = {"n_samples": n}
+        else:
+            ridx, cidx = opts["row_indices"], opts["col_indices"]
+            if cidx is not None:
+                cidx = _check_indices("col_indices", cidx, M, "columns")
+                if opts["n_samples"] is not None and opts["n_samples"] != cidx.size:
+                    raise ValueError(
+                        f"n_samples={opts['n_samples']} does not match len(col_indices)="
+                        f"{cidx.size}"
+                    )
+                opts["n_samples"] = int(cidx.size)
+            elif opts["n_samples"] is None:
+                raise TypeError("n_samples (or col_indices) is required for method 'asym_nystrom'")
+            m = _check_int("n_samples", opts["n_samples"], 1, M, high_text=f"M = {M}")
+            if ridx is not None:
+                ridx = _check_indices("row_indices", ridx, N, "rows")
+                if opts["n_rows"] is not None and opts["n_rows"] != ridx.size:
+                    raise ValueError(
+                        f"n_rows={opts['n_rows']} does not match len(row_indices)={ridx.size}"
+                    )
+                opts["n_rows"] = int(ridx.size)
+            elif opts["n_rows"] is None:
+                opts["n_rows"] = min(m, N)
+            n = _check_int("n_rows", opts["n_rows"], 1, N, high_text=f"N = {N}")
+            opts.update(n_samples=m, n_rows=n, row_indices=ridx, col_indices=cidx)
+            sizes = {"n_samples": m, "n_rows": n}
+        for name, size in sizes.items():
+            if rank > size:
+                raise ValueError(
+                    f"rank must be <= the sample size ({name} = {size}), got rank={rank}"
+                )
+
+    check_finite = _check_finite_input(source)
+    return Checked(Tracked(source, check_finite), rank, rng, opts, dtype)

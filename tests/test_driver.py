@@ -1,0 +1,226 @@
+"""Tests of ksvd_bench.driver: effort schedules, the reference SVD and its cache, the driver."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse.linalg import aslinearoperator
+
+import solvers
+from ksvd_bench.driver import effort_schedule, reference_svd, solve_to_tolerance
+from ksvd_bench.metrics import eta, residual_estimate
+
+
+def low_rank_plus_noise(N=300, M=250, k=40, decay=0.5, noise=1e-5, seed=0):
+    rng = np.random.default_rng(seed)
+    Q1 = np.linalg.qr(rng.standard_normal((N, k)))[0]
+    Q2 = np.linalg.qr(rng.standard_normal((M, k)))[0]
+    return (Q1 * decay ** np.arange(k)) @ Q2.T + noise * rng.standard_normal((N, M))
+
+
+@pytest.fixture(scope="module")
+def problem():
+    G = low_rank_plus_noise()
+    return G, reference_svd(G, 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# schedules
+# ---------------------------------------------------------------------------------------------
+
+
+@settings(deadline=None)
+@given(N=st.integers(2, 3000), M=st.integers(2, 3000), data=st.data())
+def test_nystrom_schedule_is_geometric_and_capped(N, M, data):
+    rank = data.draw(st.integers(1, min(N, M)))
+    for method in ("sym_nystrom", "asym_nystrom"):
+        sched = effort_schedule(method, rank, (N, M))
+        assert all(isinstance(e, int) for e in sched)
+        assert all(b > a for a, b in zip(sched[:-1], sched[1:], strict=True))
+        assert sched[-1] == min(N, M)
+        assert sched[0] == min(2 * rank, min(N, M))
+        for a, b in zip(sched[:-2], sched[1:-1], strict=True):
+            assert b == max(a + 1, math.ceil(1.25 * a))
+
+
+@settings(deadline=None)
+@given(N=st.integers(2, 3000), M=st.integers(2, 3000), data=st.data())
+def test_rsvd_schedule_doubles_and_is_capped(N, M, data):
+    rank = data.draw(st.integers(1, min(N, M)))
+    sched = effort_schedule("rsvd", rank, (N, M))
+    cap = min(N, M) - rank
+    assert sched[-1] == cap
+    assert all(b > a for a, b in zip(sched[:-1], sched[1:], strict=True))
+    expected = [0, 5] + [5 * 2**k for k in range(1, 20)]
+    assert sched[:-1] == [e for e in expected if e < cap]
+
+
+def test_schedule_caps_and_errors():
+    assert effort_schedule("tsvd", 5, (300, 250)) == [0]
+    assert effort_schedule("asym_nystrom", 5, (300, 250), max_effort=20) == [10, 13, 17, 20]
+    assert effort_schedule("asym_nystrom", 5, (300, 250), max_effort=7) == [7]
+    assert effort_schedule("rsvd", 5, (300, 250), max_effort=30) == [0, 5, 10, 20, 30]
+    assert effort_schedule("sym_nystrom", 2, (50, 60), start=45) == [45, 50]
+    with pytest.raises(ValueError, match="method"):
+        effort_schedule("lanczos", 5, (10, 10))
+    with pytest.raises(ValueError, match="max_effort"):
+        effort_schedule("asym_nystrom", 5, (300, 250), max_effort=4)
+    with pytest.raises(ValueError, match="growth"):
+        effort_schedule("asym_nystrom", 5, (300, 250), growth=1.0)
+    with pytest.raises(ValueError, match="rank"):
+        effort_schedule("rsvd", 11, (10, 20))
+
+
+# ---------------------------------------------------------------------------------------------
+# reference SVD and cache
+# ---------------------------------------------------------------------------------------------
+
+
+def test_reference_dense_matches_numpy_and_sign_convention():
+    G = low_rank_plus_noise(60, 45, k=10, decay=0.7, noise=1e-3)
+    ref = reference_svd(G, 6)
+    U, s, Vt = np.linalg.svd(G)
+    np.testing.assert_allclose(ref.s, s[:6], rtol=1e-12)
+    signs = np.sign(np.sum(ref.U * U[:, :6], axis=0))
+    np.testing.assert_allclose(ref.U, U[:, :6] * signs, atol=1e-10)
+    np.testing.assert_allclose(ref.V, Vt[:6].T * signs, atol=1e-10)
+    top = np.argmax(np.abs(ref.U), axis=0)
+    assert np.all(ref.U[top, np.arange(6)] > 0)
+    assert ref.info["method"] == "lapack_gesdd" and ref.info["cached"] is False
+
+
+def test_reference_arpack_path_agrees_with_dense():
+    G = low_rank_plus_noise(80, 70, k=20, decay=0.7, noise=1e-3)
+    dense = reference_svd(G, 5)
+    arpack = reference_svd(G, 5, max_dense_entries=0)
+    assert arpack.info["method"] == "arpack"
+    np.testing.assert_allclose(arpack.s, dense.s, rtol=1e-10)
+    assert eta(dense, arpack, weights="uniform") < 1e-12
+
+
+def test_reference_cache_round_trip(tmp_path):
+    G = low_rank_plus_noise(50, 40, k=10, decay=0.7, noise=1e-3)
+    first = reference_svd(G, 4, cache_dir=tmp_path)
+    files = list(tmp_path.glob("*.npz"))
+    assert len(files) == 1 and first.info["cached"] is False
+    again = reference_svd(G.copy(), 4, cache_dir=tmp_path)
+    assert again.info["cached"] is True
+    for name in ("U", "s", "V"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(first, name))
+    with np.load(files[0], allow_pickle=False) as f:
+        np.testing.assert_array_equal(f["s"], first.s)
+    # Other data or another rank: another entry. Same numbers as sparse: hashed canonically.
+    G2 = G.copy()
+    G2[0, 0] += 1e-9
+    assert reference_svd(G2, 4, cache_dir=tmp_path).info["cached"] is False
+    assert reference_svd(G, 3, cache_dir=tmp_path).info["cached"] is False
+    S = sp.coo_matrix(G)
+    reference_svd(S, 4, cache_dir=tmp_path)
+    assert reference_svd(S.tocsc(), 4, cache_dir=tmp_path).info["cached"] is True
+    assert len(list(tmp_path.glob("*.npz"))) == 4
+
+
+def test_reference_cache_for_lazy_sources(tmp_path):
+    G = low_rank_plus_noise(40, 30, k=8, decay=0.7, noise=1e-3)
+    op = aslinearoperator(G)
+    reference_svd(op, 3, cache_dir=tmp_path)
+    assert list(tmp_path.glob("*.npz")) == []  # no key, no cache_key: nothing cached
+    reference_svd(op, 3, cache_dir=tmp_path, key="my-operator")
+    assert reference_svd(op, 3, cache_dir=tmp_path, key="my-operator").info["cached"] is True
+    op.cache_key = "attribute-key"
+    reference_svd(op, 3, cache_dir=tmp_path)
+    hit = reference_svd(op, 3, cache_dir=tmp_path)
+    assert hit.info["cached"] is True
+    np.testing.assert_allclose(hit.s, np.linalg.svd(G, compute_uv=False)[:3], rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# the driver
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", solvers.METHODS)
+def test_driver_reaches_tolerance_for_every_method(problem, method):
+    G, ref = problem
+    out = solve_to_tolerance(G, 5, method, 1e-2, reference=ref, weights="uniform",
+                             random_state=0)
+    assert out.converged
+    assert out.eta <= 1e-2
+    assert out.eta == pytest.approx(eta(ref, out.result, weights="uniform"))
+    assert out.method == method and out.seconds > 0
+    assert out.effort == out.history[-1]["effort"] == out.result.info["effort"]
+    efforts = [h["effort"] for h in out.history]
+    assert efforts == sorted(set(efforts))
+    assert [h["converged"] for h in out.history] == [False] * (len(efforts) - 1) + [True]
+    assert all(np.isfinite(h["residual_estimate"]) for h in out.history)
+
+
+@pytest.mark.parametrize("method", ["rsvd", "sym_nystrom", "asym_nystrom"])
+def test_driver_stops_at_the_cap_with_the_best_answer(problem, method):
+    G, ref = problem
+    max_effort = 5 if method == "rsvd" else 12
+    out = solve_to_tolerance(G, 5, method, 1e-14, reference=ref, weights="uniform",
+                             max_effort=max_effort, random_state=1,
+                             n_iter=0)
+    assert not out.converged
+    assert out.history[-1]["effort"] == max_effort
+    assert len(out.history) == len(effort_schedule(method, 5, G.shape, max_effort=max_effort))
+    assert out.eta == min(h["eta"] for h in out.history)
+    assert out.eta > 1e-14
+
+
+def test_driver_residual_stop(problem):
+    G, ref = problem
+    out = solve_to_tolerance(G, 5, "asym_nystrom", 1e-3, reference=ref, weights="uniform",
+                             stop="residual", random_state=2)
+    assert out.converged and out.stop == "residual"
+    assert out.residual_estimate <= 1e-3
+    assert out.residual_estimate == pytest.approx(
+        residual_estimate(G, out.result, weights="uniform"))
+    # The estimate is conservative here, so eta is met too.
+    assert out.eta <= 1e-3
+    no_ref = solve_to_tolerance(G, 5, "asym_nystrom", 1e-3, weights="uniform",
+                                stop="residual", random_state=2)
+    assert no_ref.converged and np.isnan(no_ref.eta)
+    assert no_ref.effort == out.effort
+
+
+def test_driver_is_deterministic_and_times_repeats(problem):
+    G, ref = problem
+    a = solve_to_tolerance(G, 5, "rsvd", 1e-6, reference=ref, random_state=3, repeats=3)
+    b = solve_to_tolerance(G, 5, "rsvd", 1e-6, reference=ref, random_state=3)
+    assert [h["eta"] for h in a.history] == [h["eta"] for h in b.history]
+    np.testing.assert_array_equal(a.result.U, b.result.U)
+    assert len(a.all_seconds) == 3 and a.seconds == np.median(a.all_seconds)
+
+
+def test_driver_computes_and_caches_reference(tmp_path):
+    G = low_rank_plus_noise(80, 60, k=15, decay=0.5, noise=1e-6, seed=4)
+    out = solve_to_tolerance(G, 3, "tsvd", 1e-8, weights="relative", cache_dir=tmp_path,
+                             random_state=0)
+    assert out.converged and out.eta <= 1e-8 and len(out.history) == 1
+    assert len(list(tmp_path.glob("*.npz"))) == 1
+
+
+def test_driver_validation(problem):
+    G, ref = problem
+    with pytest.raises(ValueError, match="method"):
+        solve_to_tolerance(G, 5, "lanczos", 1e-2, reference=ref)
+    with pytest.raises(ValueError, match="eps"):
+        solve_to_tolerance(G, 5, "rsvd", 0.0, reference=ref)
+    with pytest.raises(ValueError, match="repeats"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, repeats=0)
+    with pytest.raises(ValueError, match="stop"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, stop="never")
+    with pytest.raises(ValueError, match="weights"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, weights="flat")
+    with pytest.raises(ValueError, match="n_samples"):
+        solve_to_tolerance(G, 5, "asym_nystrom", 1e-2, reference=ref,
+                           options={"n_samples": 20})
+    with pytest.raises(ValueError, match="fewer than rank"):
+        solve_to_tolerance(G, 6, "rsvd", 1e-2, reference=ref)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, schedule=[5, 5])

@@ -1,0 +1,219 @@
+"""Metric helpers on hand-made cases and smoke tests of every feature-learning experiment."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification, make_regression
+from sklearn.decomposition import KernelPCA
+from sklearn.neighbors import KernelDensity
+
+from ksvd_bench.datasets import make_directed_graph
+from ksvd_bench.experiments import paper_numbers
+from ksvd_bench.experiments._reproduce_cli import EXPERIMENTS, add_parser, main
+from ksvd_bench.experiments.ablation import poly_svd_features, run_ablation
+from ksvd_bench.experiments.asymmetry import kde_kl, run_asymmetry
+from ksvd_bench.experiments.graph_reconstruction import (
+    reconstruct_adjacency,
+    reconstruction_errors,
+    run_graph_reconstruction,
+)
+from ksvd_bench.experiments.node_classification import (
+    combine_features,
+    make_splits,
+    run_node_classification,
+    structured_rbf_kpca,
+)
+from ksvd_bench.experiments.nystrom_f1 import plot_f1_vs_m, run_nystrom_f1
+from ksvd_bench.experiments.uci import run_uci, uci_methods
+
+
+def _graph_loader(name):
+    return make_directed_graph(120, n_communities=3, avg_degree=4.0, random_state=0)
+
+
+def _table_loader(name):
+    if name == "reg":
+        X, y = make_regression(80, 6, noise=1.0, random_state=0)
+        return X, y, "regression"
+    X, y = make_classification(90, 7, n_informative=4, random_state=0)
+    return X, y, "classification"
+
+
+# --------------------------------------------------------------------- metric helpers
+def test_reconstruct_adjacency_hand_case():
+    # 1-D embeddings: node positions 0, 1, 3, 10; targets shifted so node 0 is nearest to 1
+    source = np.array([[0.0], [1.0], [3.0], [10.0]])
+    target = np.array([[0.0], [0.9], [2.5], [9.0]])
+    A_hat = reconstruct_adjacency(source, target, [2, 1, 0, 1]).toarray()
+    expected = np.array(
+        [
+            [0, 1, 1, 0],  # from 0: itself excluded, then 0.9 (d .9) and 2.5 (d 2.5)
+            [1, 0, 0, 0],  # from 1: 0.9 is itself, next 0.0 (d 1.0) beats 2.5 (d 1.5)
+            [0, 0, 0, 0],  # out-degree 0
+            [0, 0, 1, 0],  # from 10: 9.0 is itself, next 2.5
+        ]
+    )
+    np.testing.assert_array_equal(A_hat, expected)
+
+
+def test_reconstruction_errors_hand_case():
+    A = np.array([[0, 1, 1], [0, 0, 1], [1, 0, 0]], dtype=float)
+    A_hat = np.array([[0, 0, 1], [1, 0, 1], [0, 1, 0]], dtype=float)
+    # D = A - A_hat = [[0, 1, 0], [-1, 0, 0], [1, -1, 0]]
+    err = reconstruction_errors(sp.csr_matrix(A), A_hat)
+    assert err["l1"] == 2.0  # columns: |0|+|-1|+|1| = 2, 1+0+1 = 2, 0
+    D = A - A_hat
+    assert err["l2"] == pytest.approx(np.linalg.svd(D, compute_uv=False)[0])
+    assert err["missing"] == 2 and err["spurious"] == 2 and err["n_diff"] == 4
+    assert err["frobenius"] == pytest.approx(2.0)
+
+
+def test_reconstruction_errors_large_uses_sparse_norm():
+    rng = np.random.default_rng(0)
+    A = sp.random(600, 600, density=0.01, random_state=1, format="csr")
+    A.data[:] = 1
+    # same row sums as A (as in a reconstruction): D @ 1 = 0 must not break the norm
+    B = A[:, rng.permutation(600)].tocsr()
+    err = reconstruction_errors(A, B)
+    D = (A - B).toarray()
+    assert err["l2"] == pytest.approx(np.linalg.norm(D, 2), rel=1e-6)
+    assert err["l1"] == np.abs(D).sum(axis=0).max()
+
+
+def test_identical_reconstruction_is_zero_error():
+    A = sp.csr_matrix(np.array([[0, 1.0], [1.0, 0]]))
+    assert reconstruction_errors(A, A) == dict(l1=0.0, l2=0.0, missing=0, spurious=0, n_diff=0,
+                                               frobenius=0.0)
+
+
+def test_combine_features_modes():
+    left, right, s = np.ones((4, 2)), 2 * np.ones((4, 2)), np.array([3.0, 0.5])
+    emb = dict(left=left, right=right, s=s)
+    np.testing.assert_array_equal(combine_features(emb, "u"), left)
+    np.testing.assert_array_equal(combine_features(emb, "us"), left * s)
+    np.testing.assert_array_equal(combine_features(emb, "uv"), np.hstack([left, right]))
+    np.testing.assert_array_equal(combine_features(emb, "usvs"),
+                                  np.hstack([left * s, right * s]))
+    sym = dict(left=left, right=left, s=s)
+    assert combine_features(sym, "uv").shape == (4, 2)
+    with pytest.raises(ValueError, match="mode"):
+        combine_features(emb, "vu")
+
+
+def test_structured_kpca_matches_sklearn():
+    A = make_directed_graph(120, random_state=1).adjacency
+    for gamma in (1.5, 20.0):
+        ours = structured_rbf_kpca(A, gamma, 5, random_state=0)
+        ref = KernelPCA(5, kernel="rbf", gamma=1 / gamma**2, eigen_solver="dense").fit_transform(
+            A.toarray())
+        # eigenvalues (squared score norms) and the rotation-invariant Gram matrix of the scores
+        np.testing.assert_allclose(np.linalg.norm(ours, axis=0), np.linalg.norm(ref, axis=0),
+                                   rtol=1e-8)
+        np.testing.assert_allclose(ours @ ours.T, ref @ ref.T, atol=1e-8)
+
+
+def test_make_splits_stratified_and_skips_unlabelled():
+    labels = np.array([0] * 20 + [1] * 20 + [-1] * 5)
+    splits = make_splits(labels, 3, test_size=0.1, random_state=0)
+    for train, test in splits:
+        assert set(train).isdisjoint(test)
+        assert np.all(labels[np.concatenate([train, test])] >= 0)
+        assert np.bincount(labels[test]).tolist() == [2, 2]
+
+
+def test_poly_svd_features_project_training_rows_onto_themselves():
+    X = np.random.default_rng(0).standard_normal((30, 3))
+    Ftr, Fte = poly_svd_features(X, X, n_components=4)
+    np.testing.assert_allclose(Fte, Ftr, atol=1e-10)
+
+
+def test_kde_kl_properties():
+    rng = np.random.default_rng(0)
+    P = rng.standard_normal((200, 2))
+    same = kde_kl(P, P, bandwidth=0.5)
+    assert same["kl_pq"] == pytest.approx(0.0, abs=1e-12)
+    far = kde_kl(P, P + 3.0, bandwidth=0.5)
+    kp = KernelDensity(bandwidth=0.5).fit(P)
+    kq = KernelDensity(bandwidth=0.5).fit(P + 3.0)
+    manual = np.mean(kp.score_samples(P) - kq.score_samples(P))
+    assert far["kl_pq"] == pytest.approx(manual)
+    assert far["kl_pq_sum"] == pytest.approx(200 * manual)
+    assert far["kl_pq"] > 1.0
+
+
+# --------------------------------------------------------------------- smoke tests
+def test_node_classification_smoke():
+    res = run_node_classification(
+        ("synthetic",), n_components=6, n_runs=2, bandwidth_grid=(0.5, 1.0), cv_folds=3,
+        graph_loader=_graph_loader, progress=False,
+    )
+    assert [r["method"] for r in res["rows"]] == ["pca", "kpca", "svd", "ksvd"]
+    for row in res["rows"]:
+        assert 0.0 <= row["micro"] <= 1.0 and 0.0 <= row["macro"] <= 1.0
+        assert row["n_features"] == 12
+    # planted communities are visible in the directed structure
+    assert max(r["micro"] for r in res["rows"]) > 0.5
+    assert len(res["runs"]) == 8
+
+
+def test_graph_reconstruction_smoke():
+    res = run_graph_reconstruction(("synthetic",), n_components=6, graph_loader=_graph_loader,
+                                   progress=False)
+    for row in res["rows"]:
+        assert row["missing"] == row["spurious"]  # each node predicts exactly its out-degree
+        assert row["l2"] <= row["l1"] + 1e-9 or row["l2"] <= np.sqrt(row["n_diff"])
+        assert row["n_diff"] == row["missing"] + row["spurious"]
+
+
+def test_uci_smoke():
+    methods = ["kpca", "ksvd-rbf-a0", "ksvd-sne-a2"]
+    res = run_uci(("cls", "reg"), methods=methods, n_runs=2, table_loader=_table_loader,
+                  progress=False)
+    assert len(res["rows"]) == 2 * len(methods) + len(methods)
+    for row in res["rows"]:
+        assert np.isfinite(row["value"])
+        if row["metric"] in ("acc", "auroc"):
+            assert 0.0 <= row["value"] <= 1.0
+    assert uci_methods() [0] == "kpca" and len(uci_methods()) == 7
+
+
+def test_ablation_smoke():
+    res = run_ablation(("cls", "reg"), n_runs=2, table_loader=_table_loader, progress=False)
+    assert [r["method"] for r in res["rows"]] == ["poly+svd", "ksvd-poly"] * 2
+    assert all(np.isfinite(r["value"]) for r in res["rows"])
+
+
+def test_asymmetry_smoke():
+    res = run_asymmetry(("cls", "reg"), table_loader=_table_loader, progress=False)
+    assert [r["n_cols"] for r in res["rows"]] == [7, 6]
+    assert all(np.isfinite(r["kl_rows"]) for r in res["rows"])
+
+
+def test_nystrom_f1_smoke(tmp_path):
+    res = run_nystrom_f1(("synthetic",), m_grid=(20, 60), n_components=5, n_runs=2,
+                         graph_loader=_graph_loader, progress=False)
+    assert [(r["method"], r["m"]) for r in res["rows"]] == [
+        ("ksvd-asym-nystrom", 20), ("ksvd-asym-nystrom", 60),
+        ("kpca-sym-nystrom", 20), ("kpca-sym-nystrom", 60),
+    ]
+    path = plot_f1_vs_m(res, tmp_path / "f1.png")
+    assert path.stat().st_size > 1000
+
+
+def test_cli_parses_every_experiment_and_runs_asymmetry(tmp_path, capsys):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    for name in EXPERIMENTS + ("all",):
+        args = parser.parse_args(["reproduce", name, "--quick", "--out", str(tmp_path)])
+        assert callable(args.func)
+    assert main(["reproduce", "asymmetry", "--out", str(tmp_path), "--no-progress",
+                 "--datasets", "yacht,liver"]) == 0
+    out = capsys.readouterr().out
+    assert "yacht" in out and "paper" in out
+    payload = json.loads((tmp_path / "asymmetry.json").read_text())
+    assert payload["rows"][0]["paper"] == paper_numbers.ASYMMETRY_KL["yacht"]
+    assert (tmp_path / "asymmetry.csv").exists()
