@@ -79,7 +79,19 @@ def _run_route(route):
                n_samples=FIXED_EFFORT["asym_nystrom"], sampling=sampling)
 
 
-class PubMedEndToEnd:
+class _PubMedRoutes:
+    """Parameters, cached reference and warm-up shared by the PubMed end-to-end suites."""
+
+    params = [ROUTES]
+    param_names = ["route"]
+    timeout = 600
+    setup_cache = _pubmed_reference
+
+    def setup(self, ref, route):
+        _warm_up_routes()
+
+
+class PubMedEndToEnd(_PubMedRoutes):
     """PubMed from the adjacency matrix to the top-20 triplets, nothing N x N allocated.
 
     ``asym_nystrom_lazy[_norm]``: lazy SNE block source (its set-up pass streams the row sums
@@ -88,13 +100,8 @@ class PubMedEndToEnd:
     Timed only when the answer meets eta <= 0.1 (paper weighting).
     """
 
-    params = [ROUTES]
-    param_names = ["route"]
-    timeout = 600
-    setup_cache = _pubmed_reference
-
     def setup(self, ref, route):
-        _warm_up_routes()
+        super().setup(ref, route)
         check_accuracy(as_reference(ref), _run_route(route), FIXED_EFFORT_EPS,
                        "singular_values", f"PubMed end to end via {route}")
 
@@ -102,16 +109,8 @@ class PubMedEndToEnd:
         _run_route(route)
 
 
-class PubMedEndToEndMemory:
+class PubMedEndToEndMemory(_PubMedRoutes):
     """Peak RSS of the same routes (issue target < 600 MB) and the eta they reach."""
-
-    params = [ROUTES]
-    param_names = ["route"]
-    timeout = 600
-    setup_cache = _pubmed_reference
-
-    def setup(self, ref, route):
-        _warm_up_routes()
 
     def peakmem_end_to_end(self, ref, route):
         _run_route(route)

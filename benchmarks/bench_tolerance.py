@@ -77,13 +77,17 @@ def _setup_cache(self):
 _setup_cache.timeout = 1800
 
 
-class TimeToTolerance:
-    """The solve at the found effort; refuses (skips) a solver that missed eps."""
+class _AtTolerance:
+    """Parameters and the cached search shared by the two suites below."""
 
     params = (METHODS, EPS, WEIGHTS)
     param_names = ["method", "eps", "weights"]
     timeout = 600
     setup_cache = _setup_cache
+
+
+class TimeToTolerance(_AtTolerance):
+    """The solve at the found effort; refuses (skips) a solver that missed eps."""
 
     def setup(self, cache, method, eps, weights):
         r = cache["found"][(method, eps, weights)]
@@ -101,13 +105,8 @@ class TimeToTolerance:
         solve(self.G, method, self.effort)
 
 
-class TrackTolerance:
+class TrackTolerance(_AtTolerance):
     """Effort found, eta reached (best eta when missed) and speedup over RSVD."""
-
-    params = (METHODS, EPS, WEIGHTS)
-    param_names = ["method", "eps", "weights"]
-    timeout = 600
-    setup_cache = _setup_cache
 
     def setup(self, cache, method, eps, weights):
         self.r = cache["found"][(method, eps, weights)]

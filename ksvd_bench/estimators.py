@@ -17,6 +17,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+import solvers
+from ksvd_bench.kernels import KernelSource, compat_data, kernel_matrix
 from ksvd_bench.kernels._params import COMPATS, KERNELS, check_gamma, paper_gamma
 
 __all__ = ["KSVD"]
@@ -144,8 +146,6 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate_params_ksvd(self, n_rows, n_cols):
-        import solvers
-
         r = _check_int(self.n_components, "n_components", 1)
         if r > min(n_rows, n_cols):
             raise ValueError(
@@ -215,9 +215,6 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self.left_features_.copy()
 
     def _fit(self, A):
-        import solvers
-        from ksvd_bench.kernels import KernelSource, compat_data
-
         A = validate_data(
             self, A, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_min_samples=2
         )
@@ -305,8 +302,6 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         -------
         features : ndarray of shape (n, n_components)
         """
-        from ksvd_bench.kernels import kernel_matrix
-
         check_is_fitted(self, "left_features_")
         A = validate_data(self, A, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
         X = A if self.row_map_ is None else A @ self.row_map_

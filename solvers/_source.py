@@ -56,7 +56,12 @@ class MatrixSource(Protocol):
     def rmatmat(self, Y) -> np.ndarray: ...
 
 
-def _as_index(idx, n, name):
+def check_index(idx, n, name):
+    """``idx`` as a 1-d ``intp`` array of indices into a dimension of size ``n``.
+
+    Raises ``ValueError`` (not 1-d), ``TypeError`` (not integers) or ``IndexError`` (out
+    of range), naming the argument as ``name``. Shared with ``ksvd_bench``'s sources.
+    """
     idx = np.asarray(idx)
     if idx.ndim != 1:
         raise ValueError(f"{name} must be a 1-d array of indices, got ndim={idx.ndim}")
@@ -85,14 +90,14 @@ class DenseSource:
         self.dtype = self.G.dtype
 
     def rows(self, idx):
-        return self.G[_as_index(idx, self.shape[0], "row indices")]
+        return self.G[check_index(idx, self.shape[0], "row indices")]
 
     def cols(self, idx):
-        return self.G[:, _as_index(idx, self.shape[1], "column indices")]
+        return self.G[:, check_index(idx, self.shape[1], "column indices")]
 
     def block(self, ridx, cidx):
-        r = _as_index(ridx, self.shape[0], "row indices")
-        c = _as_index(cidx, self.shape[1], "column indices")
+        r = check_index(ridx, self.shape[0], "row indices")
+        c = check_index(cidx, self.shape[1], "column indices")
         return self.G[np.ix_(r, c)]
 
     def matmat(self, X):
@@ -124,14 +129,14 @@ class SparseSource:
         self.dtype = self.csr.dtype
 
     def rows(self, idx):
-        return self.csr[_as_index(idx, self.shape[0], "row indices")].toarray()
+        return self.csr[check_index(idx, self.shape[0], "row indices")].toarray()
 
     def cols(self, idx):
-        return self.csc[:, _as_index(idx, self.shape[1], "column indices")].toarray()
+        return self.csc[:, check_index(idx, self.shape[1], "column indices")].toarray()
 
     def block(self, ridx, cidx):
-        r = _as_index(ridx, self.shape[0], "row indices")
-        c = _as_index(cidx, self.shape[1], "column indices")
+        r = check_index(ridx, self.shape[0], "row indices")
+        c = check_index(cidx, self.shape[1], "column indices")
         return self.csr[r][:, c].toarray()
 
     def matmat(self, X):
@@ -170,15 +175,15 @@ class OperatorSource:
         return E
 
     def rows(self, idx):
-        idx = _as_index(idx, self.shape[0], "row indices")
+        idx = check_index(idx, self.shape[0], "row indices")
         return np.asarray(self.op.rmatmat(self._unit(idx, self.shape[0]))).T
 
     def cols(self, idx):
-        idx = _as_index(idx, self.shape[1], "column indices")
+        idx = check_index(idx, self.shape[1], "column indices")
         return np.asarray(self.op.matmat(self._unit(idx, self.shape[1])))
 
     def block(self, ridx, cidx):
-        r = _as_index(ridx, self.shape[0], "row indices")
+        r = check_index(ridx, self.shape[0], "row indices")
         return self.cols(cidx)[r]
 
     def matmat(self, X):

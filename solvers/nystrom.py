@@ -116,6 +116,33 @@ def _normalized(E):
     return E / n
 
 
+def _finish(U, s, V, method, src, t0, dtype, opts, sizes, ridx, cidx, extra, numerical_rank):
+    """:func:`finish` with the info both Nyström methods report (effort = ``n_samples``).
+
+    ``info`` keys, in order: the common ones, ``sampling``, ``orthogonalize``, ``core``,
+    ``sizes``, ``row_indices``, ``col_indices``, ``extra``, ``numerical_rank``.
+    """
+    result: SVDResult = finish(
+        U,
+        s,
+        V,
+        method=method,
+        effort=opts["n_samples"],
+        tracker=src,
+        t0=t0,
+        dtype=dtype,
+        sampling=opts["sampling"],
+        orthogonalize=opts["orthogonalize"],
+        core=opts["core"],
+        **sizes,
+        row_indices=ridx,
+        col_indices=cidx,
+        **extra,
+        numerical_rank=numerical_rank,
+    )
+    return result
+
+
 # ---------------------------------------------------------------------------------------------
 # classic (symmetric) Nyström on the Gram matrices
 # ---------------------------------------------------------------------------------------------
@@ -250,26 +277,10 @@ def sym_nystrom(
         U, s, V = _pad_triplets(U, s, V, rank, rng, "A sampled Gram block")
         lv, ritz = np.pad(lv, (0, rank - k)), np.pad(ritz, (0, rank - k))
     order = np.argsort(-s, kind="stable")  # the order finish() applies
-    result: SVDResult = finish(
-        U,
-        s,
-        V,
-        method="sym_nystrom",
-        effort=n,
-        tracker=src,
-        t0=t0,
-        dtype=dtype,
-        sampling=opts["sampling"],
-        orthogonalize=opts["orthogonalize"],
-        core=opts["core"],
-        n_samples=n,
-        row_indices=ridx,
-        col_indices=cidx,
-        s_v=np.sqrt(lv)[order],
-        s_ritz=np.abs(ritz)[order],
-        numerical_rank=min(kept_u, kept_v),
+    return _finish(
+        U, s, V, "sym_nystrom", src, t0, dtype, opts, {"n_samples": n}, ridx, cidx,
+        {"s_v": np.sqrt(lv)[order], "s_ritz": np.abs(ritz)[order]}, min(kept_u, kept_v),
     )
-    return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,24 +438,7 @@ def asym_nystrom(
         U, V, s = _normalized(U), _normalized(V), ss[:k] * scale
     if k < rank:
         U, s, V = _pad_triplets(U, s, V, rank, rng, "The sampled block")
-    result: SVDResult = finish(
-        U,
-        s,
-        V,
-        method="asym_nystrom",
-        effort=m,
-        tracker=src,
-        t0=t0,
-        dtype=dtype,
-        sampling=opts["sampling"],
-        orthogonalize=opts["orthogonalize"],
-        core=opts["core"],
-        n_rows=n,
-        n_samples=m,
-        row_indices=ridx,
-        col_indices=cidx,
-        scale=scale,
-        block_singular_values=ss.astype(dtype),
-        numerical_rank=kept,
+    return _finish(
+        U, s, V, "asym_nystrom", src, t0, dtype, opts, {"n_rows": n, "n_samples": m}, ridx,
+        cidx, {"scale": scale, "block_singular_values": ss.astype(dtype)}, kept,
     )
-    return result

@@ -22,6 +22,7 @@ from ksvd_bench.experiments.graph_reconstruction import (
 from ksvd_bench.experiments.node_classification import (
     combine_features,
     make_splits,
+    protocol_probe,
     run_node_classification,
     structured_rbf_kpca,
 )
@@ -156,6 +157,18 @@ def test_node_classification_smoke():
     # planted communities are visible in the directed structure
     assert max(r["micro"] for r in res["rows"]) > 0.5
     assert len(res["runs"]) == 8
+
+
+def test_protocol_probe_smoke():
+    variants = [
+        dict(method="svd", n_components=5, mode="uv", standardize=False),
+        dict(method="ksvd", n_components=5, mode="us", standardize=True, bandwidth_factor=4.0,
+             self_loops=True),
+    ]
+    rows = protocol_probe(_graph_loader("x"), variants=variants, n_runs=2, progress=False)
+    assert [r["n_features"] for r in rows] == [10, 5]
+    assert all(0.0 <= r["micro"] <= 1.0 for r in rows)
+    assert rows[1]["self_loops"] is True
 
 
 def test_graph_reconstruction_smoke():

@@ -41,12 +41,17 @@ def randomized_approx(G, r, p, q, rng):
 shapes = st.tuples(st.integers(2, 12), st.integers(2, 12))
 
 
+def random_reference(shape, seed, data):
+    """A seeded Generator, a drawn rank r and the top-r triplets of a random matrix."""
+    rng = np.random.default_rng(seed)
+    r = data.draw(st.integers(1, min(shape)))
+    return rng, r, svd_triplets(rng.standard_normal(shape), r)
+
+
 @settings(deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_eta_of_exact_is_zero_for_all_weights(shape, seed, data):
-    rng = np.random.default_rng(seed)
-    r = data.draw(st.integers(1, min(shape)))
-    ref = svd_triplets(rng.standard_normal(shape), r)
+    _, _, ref = random_reference(shape, seed, data)
     for w in WEIGHTS:
         assert eta(ref, ref, weights=w) == pytest.approx(0.0, abs=1e-12)
 
@@ -54,10 +59,8 @@ def test_eta_of_exact_is_zero_for_all_weights(shape, seed, data):
 @settings(deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_eta_invariant_to_sign_flips_and_bounded(shape, seed, data):
-    rng = np.random.default_rng(seed)
     N, M = shape
-    r = data.draw(st.integers(1, min(shape)))
-    ref = svd_triplets(rng.standard_normal(shape), r)
+    rng, r, ref = random_reference(shape, seed, data)
     # An arbitrary (unnormalised) approximation with as many triplets.
     approx = SimpleNamespace(
         U=rng.standard_normal((N, r)), s=np.sort(rng.random(r))[::-1], V=rng.standard_normal((M, r))
@@ -136,10 +139,8 @@ def test_subspace_error_hand_computed_rotation():
 @settings(deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_subspace_error_matches_projection_oracle(shape, seed, data):
-    rng = np.random.default_rng(seed)
     N, M = shape
-    r = data.draw(st.integers(1, min(shape)))
-    ref = svd_triplets(rng.standard_normal(shape), r)
+    rng, r, ref = random_reference(shape, seed, data)
     approx = SimpleNamespace(U=rng.standard_normal((N, r)), s=np.ones(r),
                              V=rng.standard_normal((M, r)))
     got = subspace_error(ref, approx)

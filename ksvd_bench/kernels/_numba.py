@@ -17,6 +17,8 @@ Kernel codes (``kind``): 0 = "rbf", 1 = "sne", 2 = "t".
 
 from __future__ import annotations
 
+import types
+
 import numba
 import numpy as np
 from numba import prange
@@ -30,17 +32,32 @@ COL_CHUNK = 256
 SERIAL_BELOW = 1 << 16
 
 
+def compile_twice(func):
+    """``(parallel, serial)`` Numba compiles of one Python kernel written with ``prange``.
+
+    ``prange`` is ``range`` when ``parallel`` is off, so both run the same loops in the same
+    order per output row and give the same bits. Numba's on-disk cache is keyed by the
+    function's qualified name and bytecode, not by the compile flags: the serial compile is
+    made from a renamed copy of ``func`` so that neither compile is loaded as the other.
+    """
+    twin = types.FunctionType(func.__code__, func.__globals__, func.__name__ + "_serial",
+                              func.__defaults__, func.__closure__)
+    twin.__qualname__ = func.__qualname__ + "_serial"
+    twin.__doc__ = func.__doc__
+    return (numba.njit(parallel=True, fastmath=True, cache=True)(func),
+            numba.njit(fastmath=True, cache=True)(twin))
+
+
 class _Kernel:
     """A kernel compiled twice: parallel for large outputs, serial for small ones.
 
     The choice depends on the size of the first argument (the output) only, never on the
     number of threads, so results stay independent of the thread count; both compiles run
-    the same loops in the same order per row.
+    the same loops in the same order per row (:func:`compile_twice`).
     """
 
     def __init__(self, func):
-        self.parallel = numba.njit(parallel=True, fastmath=True, cache=True)(func)
-        self.serial = numba.njit(fastmath=True, cache=True)(func)
+        self.parallel, self.serial = compile_twice(func)
         self.__doc__ = func.__doc__
         self.__name__ = func.__name__
 
@@ -99,6 +116,41 @@ def exp_nonpos(a, scratch):
         a[j] = a[j] * two_k[j]
 
 
+@numba.njit(fastmath=True, cache=True)
+def _kernel_row(crow, xi, zz, inv_g2, kind, buf, scratch, orow):
+    """One row of :func:`dense_rows` / :func:`dense_fused`: ``orow <- k(crow)``.
+
+    ``crow[j] = x_i . z_j`` and ``xi = |x_i|^2``; ``buf`` (float64) and ``scratch`` (int64)
+    are work rows of length ``m``. ``orow`` may be ``crow`` itself (each entry is read
+    before any is written). Returns the row's ``(shift, scale)``.
+    """
+    m = buf.shape[0]
+    mn = np.inf
+    for j in range(m):
+        d = xi + zz[j] - 2.0 * crow[j]
+        d = d if d > 0.0 else 0.0
+        buf[j] = d
+        mn = min(mn, d)
+    if kind != SNE:
+        mn = 0.0
+    if kind == T:
+        for j in range(m):
+            buf[j] = 1.0 / (1.0 + buf[j] * inv_g2)
+    else:
+        for j in range(m):
+            buf[j] = (mn - buf[j]) * inv_g2
+        exp_nonpos(buf, scratch)
+    c = 1.0
+    if kind != RBF:
+        s = 0.0
+        for j in range(m):
+            s += buf[j]
+        c = 1.0 / s
+    for j in range(m):
+        orow[j] = buf[j] * c
+    return mn, c
+
+
 @_jit
 def dense_rows(C, xx, zz, inv_g2, kind, shift, scale):
     """Turn cross products ``C[i, j] = x_i . z_j`` into kernel values, in place.
@@ -114,32 +166,7 @@ def dense_rows(C, xx, zz, inv_g2, kind, shift, scale):
     for i in prange(n):
         buf = np.empty(m, dtype=np.float64)
         scratch = np.empty(m, dtype=np.int64)
-        xi = xx[i]
-        mn = np.inf
-        for j in range(m):
-            d = xi + zz[j] - 2.0 * C[i, j]
-            d = d if d > 0.0 else 0.0
-            buf[j] = d
-            mn = min(mn, d)
-        if kind != SNE:
-            mn = 0.0
-        if kind == T:
-            for j in range(m):
-                buf[j] = 1.0 / (1.0 + buf[j] * inv_g2)
-        else:
-            for j in range(m):
-                buf[j] = (mn - buf[j]) * inv_g2
-            exp_nonpos(buf, scratch)
-        c = 1.0
-        if kind != RBF:
-            s = 0.0
-            for j in range(m):
-                s += buf[j]
-            c = 1.0 / s
-        shift[i] = mn
-        scale[i] = c
-        for j in range(m):
-            C[i, j] = buf[j] * c
+        shift[i], scale[i] = _kernel_row(C[i], xx[i], zz, inv_g2, kind, buf, scratch, C[i])
 
 
 @_jit
@@ -164,32 +191,7 @@ def dense_fused(out, X, Zt, xx, zz, inv_g2, kind, shift, scale, chunk):
         scratch = np.empty(m, dtype=np.int64)
         for ii in range(b - a):
             i = a + ii
-            xi = xx[i]
-            mn = np.inf
-            for j in range(m):
-                d = xi + zz[j] - 2.0 * C[ii, j]
-                d = d if d > 0.0 else 0.0
-                buf[j] = d
-                mn = min(mn, d)
-            if kind != SNE:
-                mn = 0.0
-            if kind == T:
-                for j in range(m):
-                    buf[j] = 1.0 / (1.0 + buf[j] * inv_g2)
-            else:
-                for j in range(m):
-                    buf[j] = (mn - buf[j]) * inv_g2
-                exp_nonpos(buf, scratch)
-            cs = 1.0
-            if kind != RBF:
-                s = 0.0
-                for j in range(m):
-                    s += buf[j]
-                cs = 1.0 / s
-            shift[i] = mn
-            scale[i] = cs
-            for j in range(m):
-                out[i, j] = buf[j] * cs
+            shift[i], scale[i] = _kernel_row(C[ii], xx[i], zz, inv_g2, kind, buf, scratch, out[i])
 
 
 @_jit

@@ -7,6 +7,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from solvers._source import check_index  # solvers imports nothing from ksvd_bench
+
 from . import _numba as nb
 from ._params import EXP_KERNELS, check_gamma, check_kernel, paper_gamma
 from .compat import compat_data, resolve_compat
@@ -273,24 +275,13 @@ class KernelSource:
                               self.dtype.type(self._gmean))
         return B
 
-    def _index(self, idx, n, name):
-        idx = np.asarray(idx)
-        if idx.ndim != 1:
-            raise ValueError(f"{name} must be a 1-d array of indices, got ndim={idx.ndim}")
-        if idx.size and not np.issubdtype(idx.dtype, np.integer):
-            raise TypeError(f"{name} must hold integers, got dtype {idx.dtype}")
-        idx = idx.astype(np.intp, copy=False)
-        if idx.size and (idx.min() < 0 or idx.max() >= n):
-            raise IndexError(f"{name} out of range for a dimension of size {n}")
-        return idx
-
     def _empty(self, r, c):
         return np.empty((r, c), dtype=self.dtype)
 
     # ----------------------------------------------------------------- protocol
     def rows(self, idx):
         """``G[idx, :]`` as a dense ``(len(idx), M)`` array."""
-        idx = self._index(idx, self.shape[0], "row indices")
+        idx = check_index(idx, self.shape[0], "row indices")
         if idx.size == 0:
             return self._empty(0, self.shape[1])
         self.n_entries += idx.size * self.shape[1]
@@ -298,7 +289,7 @@ class KernelSource:
 
     def cols(self, idx):
         """``G[:, idx]`` as a dense ``(N, len(idx))`` array."""
-        idx = self._index(idx, self.shape[1], "column indices")
+        idx = check_index(idx, self.shape[1], "column indices")
         if idx.size == 0:
             return self._empty(self.shape[0], 0)
         self.n_entries += idx.size * self.shape[0]
@@ -306,8 +297,8 @@ class KernelSource:
 
     def block(self, ridx, cidx):
         """``G[np.ix_(ridx, cidx)]`` as a dense array."""
-        r = self._index(ridx, self.shape[0], "row indices")
-        c = self._index(cidx, self.shape[1], "column indices")
+        r = check_index(ridx, self.shape[0], "row indices")
+        c = check_index(cidx, self.shape[1], "column indices")
         if r.size == 0 or c.size == 0:
             return self._empty(r.size, c.size)
         self.n_entries += r.size * c.size

@@ -31,7 +31,9 @@ from numba import prange
 from scipy.sparse.linalg import LinearOperator, eigsh
 
 from solvers import SVDResult  # solvers imports nothing from ksvd_bench: no cycle
+from solvers._source import check_index
 
+from ._numba import compile_twice
 from ._params import EXP_KERNELS, check_gamma
 
 __all__ = [
@@ -167,8 +169,7 @@ def _sparse_part(indptr, indices, pdata, r, c, c_min, t, sne, bsum, b, delta):
     return tdata, a, rho
 
 
-@numba.njit(**_NJIT)
-def _spmm_lowrank(indptr, indices, data, X, L, W, out):
+def _spmm_lowrank_py(indptr, indices, data, X, L, W, out):
     """``out = T @ X + L @ W`` for CSR ``T`` (rows of ``out`` are independent)."""
     n = out.shape[0]
     k = out.shape[1]
@@ -186,38 +187,7 @@ def _spmm_lowrank(indptr, indices, data, X, L, W, out):
                 out[i, col] += v * X[j, col]
 
 
-@numba.njit(fastmath=True, cache=True)
-def _spmm_lowrank_serial(indptr, indices, data, X, L, W, out):
-    """Serial twin of :func:`_spmm_lowrank` (same arithmetic, so the same bits)."""
-    n = out.shape[0]
-    k = out.shape[1]
-    q = L.shape[1]
-    for i in range(n):
-        for col in range(k):
-            acc = 0.0
-            for s in range(q):
-                acc += L[i, s] * W[s, col]
-            out[i, col] = acc
-        for p in range(indptr[i], indptr[i + 1]):
-            v = data[p]
-            j = indices[p]
-            for col in range(k):
-                out[i, col] += v * X[j, col]
-
-
-@numba.njit(fastmath=True, cache=True)
-def _project_serial(R, X, W):
-    """Serial twin of :func:`_project`."""
-    q = R.shape[1]
-    k = X.shape[1]
-    m = X.shape[0]
-    for e in range(q * k):
-        s = e // k
-        col = e - s * k
-        acc = 0.0
-        for j in range(m):
-            acc += R[j, s] * X[j, col]
-        W[s, col] = acc
+_spmm_lowrank, _spmm_lowrank_serial = compile_twice(_spmm_lowrank_py)
 
 
 class _Threads:
@@ -292,8 +262,7 @@ def _lowrank_product(parts, L, R, X, dtype):
     return out
 
 
-@numba.njit(**_NJIT)
-def _project(R, X, W):
+def _project_py(R, X, W):
     """``W = R^T @ X`` with one serial sum per output entry (thread-count independent)."""
     q = R.shape[1]
     k = X.shape[1]
@@ -305,6 +274,9 @@ def _project(R, X, W):
         for j in range(m):
             acc += R[j, s] * X[j, col]
         W[s, col] = acc
+
+
+_project, _project_serial = compile_twice(_project_py)
 
 
 @numba.njit(**_NJIT)
@@ -454,15 +426,7 @@ def _check_dtype(dtype):
 
 
 def _index(idx, n, name):
-    idx = np.asarray(idx)
-    if idx.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d array of indices, got ndim={idx.ndim}")
-    if idx.size and not np.issubdtype(idx.dtype, np.integer):
-        raise TypeError(f"{name} must hold integers, got dtype {idx.dtype}")
-    idx = idx.astype(np.int64, copy=False)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise IndexError(f"{name} out of range for a dimension of size {n}")
-    return np.ascontiguousarray(idx)
+    return np.ascontiguousarray(check_index(idx, n, name), dtype=np.int64)
 
 
 def _dense_operand(X, n, name, dtype):
@@ -747,23 +711,24 @@ class StructuredKernelSource:
         """``G.T @ y`` for a vector ``y`` of length N."""
         return self.rmatmat(np.asarray(y).reshape(-1))
 
-    def rows(self, idx):
-        """``G[idx, :]`` as a dense ``(len(idx), M)`` array (exact)."""
-        idx = _index(idx, self.shape[0], "row indices")
-        out = np.empty((idx.size, self.shape[1]), dtype=self.dtype)
+    def _gather(self, parts, L, R, idx, axis, name):
+        """Rows ``idx`` of ``T + L R^T`` (of ``G`` for ``axis=0``, of ``G^T`` for ``axis=1``)."""
+        idx = _index(idx, self.shape[axis], name)
+        out = np.empty((idx.size, self.shape[1 - axis]), dtype=self.dtype)
         with _Threads(work=out.size * (self.rank_one_terms + 1)):
-            _gather_rows(*self._T, self._L, self._R, idx, out)
+            _gather_rows(*parts, L, R, idx, out)
         self.n_entries += out.size
         return out
 
+    def rows(self, idx):
+        """``G[idx, :]`` as a dense ``(len(idx), M)`` array (exact)."""
+        return self._gather(self._T, self._L, self._R, idx, 0, "row indices")
+
     def cols(self, idx):
         """``G[:, idx]`` as a dense ``(N, len(idx))`` array (exact)."""
-        idx = _index(idx, self.shape[1], "column indices")
-        out = np.empty((idx.size, self.shape[0]), dtype=self.dtype)
-        with _Threads(work=out.size * (self.rank_one_terms + 1)):
-            _gather_rows(*self._Tt, self._R, self._L, idx, out)
-        self.n_entries += out.size
-        return np.ascontiguousarray(out.T)
+        return np.ascontiguousarray(
+            self._gather(self._Tt, self._R, self._L, idx, 1, "column indices").T
+        )
 
     def block(self, ridx, cidx):
         """``G[np.ix_(ridx, cidx)]`` as a dense array (exact; repeated indices allowed)."""
