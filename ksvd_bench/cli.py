@@ -101,8 +101,12 @@ def build_parser():
                         "Nystrom with norm sampling)")
     c.add_argument("--max-effort", type=_effort_cap, default="auto",
                    help="cap on every method's effort: an int, 'auto' (Nystrom m <= min(N,M)/4,"
-                        " RSVD p <= min(N,M)/4) or 'none' (up to m = min(N,M)) "
+                        " RSVD p <= min(min(N,M)/4, 10 r)) or 'none' (up to m = min(N,M)) "
                         "(default: auto)")
+    c.add_argument("--sweep-limit", type=_positive_float, default=20.0,
+                   help="seconds of solver time one effort sweep may spend before it stops "
+                        "growing the effort; such runs are reported not converged "
+                        "(default: %(default)s)")
     c.add_argument("--budget", type=_positive_float, default=3.0,
                    help="seconds per (problem, method, weighting) after which further seeds "
                         "are skipped (default: %(default)s)")
@@ -182,6 +186,7 @@ def _run_compare(args):
         seeds=args.seeds, center=args.center, methods=args.methods,
         structured=not args.no_structured, residual=not args.no_residual,
         max_effort=args.max_effort, budget_seconds=args.budget, repeats=args.repeats,
+        sweep_limit=args.sweep_limit,
         threads=args.threads, random_state=args.seed, problem_options=options or None,
         cache_dir=args.cache_dir, out=args.out, progress=not args.no_progress)
     print(format_compare(result))

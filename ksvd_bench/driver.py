@@ -326,6 +326,8 @@ class ToleranceResult:
         The request.
     all_seconds : list of float
         The ``repeats`` timings behind ``seconds``.
+    stopped_by : {"converged", "cap", "time_limit"}
+        Why the effort stopped growing.
     """
 
     method: str
@@ -340,6 +342,7 @@ class ToleranceResult:
     stop: str = "reference"
     weights: str = "singular_values"
     all_seconds: list = field(default_factory=list)
+    stopped_by: str = "converged"
 
 
 def _check_schedule(schedule, method, rank, max_effort):
@@ -379,6 +382,7 @@ def solve_to_tolerance(
     n_iter=4,
     cache_dir=None,
     track_residual=True,
+    time_limit=None,
 ) -> ToleranceResult:
     """Grow a solver's effort until its answer meets ``eps``; time it there.
 
@@ -419,6 +423,11 @@ def solve_to_tolerance(
     track_residual : bool, default=True
         Record the residual estimate at every effort (costs a few products with ``G``);
         always on for ``stop="residual"``.
+    time_limit : float, optional
+        Seconds of solver time (summed over the efforts tried) after which the schedule is
+        abandoned: no larger effort is tried once the total exceeds it, and the result is
+        ``converged=False`` with ``stopped_by="time_limit"``. The step that crosses the limit
+        still completes, so the total can exceed it by one step. None: the schedule decides.
 
     Returns
     -------
@@ -449,6 +458,8 @@ def solve_to_tolerance(
         raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
+    if time_limit is not None and not (np.isfinite(time_limit) and time_limit > 0):
+        raise ValueError(f"time_limit must be a finite number > 0 or None, got {time_limit!r}")
     if max_effort is not None and (isinstance(max_effort, bool)
                                    or not isinstance(max_effort, (int, np.integer))):
         raise TypeError(f"max_effort must be an int or None, got {type(max_effort).__name__}")
@@ -502,6 +513,8 @@ def solve_to_tolerance(
     history = []
     best = None  # (score, index, result, seconds)
     chosen = None
+    stopped_by = "cap"
+    spent = 0.0
     for idx, effort in enumerate(efforts):
         out, secs = run(effort, seeds[idx])
         e = eta(reference, out, weights=weights) if reference is not None else float("nan")
@@ -524,6 +537,11 @@ def solve_to_tolerance(
             best = (score, idx, out, secs)
         if ok:
             chosen = (idx, out, secs)
+            stopped_by = "converged"
+            break
+        spent += secs
+        if time_limit is not None and spent > time_limit and idx + 1 < len(efforts):
+            stopped_by = "time_limit"
             break
     converged = chosen is not None
     if not converged:
@@ -545,4 +563,5 @@ def solve_to_tolerance(
         stop=stop,
         weights=weights,
         all_seconds=timings,
+        stopped_by=stopped_by,
     )

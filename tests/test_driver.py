@@ -170,6 +170,25 @@ def test_driver_stops_at_the_cap_with_the_best_answer(problem, method):
     assert len(out.history) == len(effort_schedule(method, 5, G.shape, max_effort=max_effort))
     assert out.eta == min(h["eta"] for h in out.history)
     assert out.eta > 1e-14
+    assert out.stopped_by == "cap"
+
+
+def test_driver_time_limit_abandons_the_schedule(problem):
+    G, ref = problem
+    full = solve_to_tolerance(G, 5, "asym_nystrom", 1e-14, reference=ref, weights="uniform",
+                              random_state=1)
+    assert full.stopped_by == "cap" and len(full.history) > 2
+    # a limit far below one solve: the first effort runs, nothing after it
+    out = solve_to_tolerance(G, 5, "asym_nystrom", 1e-14, reference=ref, weights="uniform",
+                             random_state=1, time_limit=1e-9)
+    assert not out.converged and out.stopped_by == "time_limit"
+    assert len(out.history) == 1
+    assert out.history[0]["effort"] == full.history[0]["effort"]
+    ok = solve_to_tolerance(G, 5, "asym_nystrom", 1e-2, reference=ref, weights="uniform",
+                            random_state=0, time_limit=1e6)
+    assert ok.converged and ok.stopped_by == "converged"
+    with pytest.raises(ValueError, match="time_limit"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, time_limit=0)
 
 
 def test_driver_residual_stop(problem):

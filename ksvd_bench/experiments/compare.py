@@ -153,7 +153,8 @@ def _resolve_cap(max_effort, method, rank, shape):
 
     ``"auto"`` keeps the default run short: Nystrom samples at most a quarter of the columns (the
     last steps of the schedule up to m = min(N, M) cost most of a full SVD), RSVD
-    oversamples at most a quarter of min(N, M). A solver that needs more is reported as not
+    oversamples at most ``min(min(N, M) / 4, 10 * rank)`` (beyond that a sketch costs more
+    than a truncated SVD of a dense G). A solver that needs more is reported as not
     converged at the cap, with its best eta.
     """
     if method == "tsvd":
@@ -165,11 +166,11 @@ def _resolve_cap(max_effort, method, rank, shape):
     n = min(shape)
     if "nystrom" in method:
         return int(min(n, max(4 * rank, n // 4)))
-    return int(max(0, min(n - rank, max(2 * rank, n // 4))))
+    return int(max(0, min(n - rank, max(2 * rank, min(n // 4, 10 * rank)))))
 
 
 def _cell_runs(G, rank, method, eps_list, weights, seeds, reference, cap, repeats, residual,
-               budget, base, bar):
+               budget, sweep_limit, base, bar):
     """All seeds of one (method, weights) cell; later seeds are skipped once over budget."""
     cell = {e: [] for e in eps_list}
     first = None
@@ -179,7 +180,7 @@ def _cell_runs(G, rank, method, eps_list, weights, seeds, reference, cap, repeat
             bar.update(len(seeds) - k)
             break
         seed_runs, tr = _seed_runs(G, rank, method, eps_list, weights, seed, reference, cap,
-                                   repeats, residual)
+                                   repeats, residual, sweep_limit)
         for run in seed_runs:
             cell[run["eps"]].append({**base, **run})
         if k == 0:
@@ -336,6 +337,8 @@ def _summarise(runs, *, method, eps, weights, problem, paper_key):
             row["e2e_source"] = "dense G (given)"
     else:
         row["note"] = f"not converged: {len(conv)}/{len(runs)} seeds reached eps"
+        if any(r.get("stopped_by") == "time_limit" for r in runs):
+            row["note"] += " (sweep stopped by the time limit)"
     if weights == PAPER_WEIGHTS and paper_key is not None:
         row["paper_seconds"] = paper_runtime(paper_key, eps, method)
         if method == "asym_nystrom":
@@ -357,6 +360,7 @@ def run_compare(
     residual=True,
     max_effort="auto",
     budget_seconds=3.0,
+    sweep_limit=20.0,
     repeats=1,
     threads=1,
     random_state=0,
@@ -396,12 +400,16 @@ def run_compare(
         each found effort.
     max_effort : "auto", int, dict or None, default="auto"
         Effort cap: ``"auto"`` caps Nystrom at ``m <= min(N, M) / 4`` and RSVD at
-        ``p <= min(N, M) / 4`` (see ``_resolve_cap``); an int caps every method; a dict maps
-        method -> cap; None leaves the driver's caps (up to m = min(N, M)).
+        ``p <= min(min(N, M) / 4, 10 * rank)`` (see ``_resolve_cap``); an int caps every
+        method; a dict maps method -> cap; None leaves the driver's caps (up to m = min(N, M)).
     budget_seconds : float or None, default=3.0
         Wall-time budget per (problem, method, weights) cell: once the seeds run so far used
         it up, the remaining seeds are skipped (``n_seeds`` records how many ran). The first
         seed always runs to completion, so every cell is answered. None: no budget.
+    sweep_limit : float or None, default=20.0
+        Seconds of solver time one effort sweep (one seed of one cell) may spend before the
+        driver stops growing the effort (``solve_to_tolerance(time_limit=...)``); such rows are
+        reported as not converged, with the reason in ``note``. None: only the caps bound it.
     repeats : int, default=1
         Timings per found effort inside the driver (median).
     threads : int or None, default=1
@@ -453,6 +461,8 @@ def run_compare(
     for m in methods:
         if m not in allowed:
             raise ValueError(f"methods must be drawn from {allowed}, got {m!r}")
+    if sweep_limit is not None and not (sweep_limit > 0):
+        raise ValueError(f"sweep_limit must be > 0 or None, got {sweep_limit!r}")
     if budget_seconds is not None and not (budget_seconds > 0):
         raise ValueError(f"budget_seconds must be > 0 or None, got {budget_seconds!r}")
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
@@ -528,7 +538,7 @@ def run_compare(
                             cell_runs, first_tr = _cell_runs(
                                 G, rank, method, eps_list, w, run_seeds,
                                                    reference, cap, repeats, residual,
-                                                   budget_seconds, base, bar)
+                                                   budget_seconds, sweep_limit, base, bar)
                         for e in eps_list:
                             if "nystrom" in method and problem.A is not None:
                                 _attach_e2e(problem, rank, method, cell_runs[e], reference,
@@ -543,7 +553,8 @@ def run_compare(
                             else:
                                 prob_rows += _residual_rows(
                                     G, rank, method, eps_list, w, run_seeds[0], reference,
-                                    cap, repeats, base, prior=first_tr)
+                                    cap, repeats, base, prior=first_tr,
+                                    sweep_limit=sweep_limit)
                     stage_seconds.setdefault(dataset, {})[method] = (
                         time.perf_counter() - t_method)
                 if structured and problem.supports_structured and "tsvd" in methods:
@@ -568,6 +579,7 @@ def run_compare(
         "weights": weights_list, "paper_weights": PAPER_WEIGHTS, "methods": methods,
         "center": bool(center), "n_seeds": n_seeds, "seeds": run_seeds,
         "random_state": int(random_state), "budget_seconds": budget_seconds,
+        "sweep_limit": sweep_limit,
         "max_effort": caps_used, "repeats": repeats, "threads": threads,
         "blas_threads": threads, "dtype": "float64",
         "reference": ref_info,
@@ -594,7 +606,8 @@ def _first_hit(history, eps, key):
     return next((i for i, h in enumerate(history) if h[key] <= eps), None)
 
 
-def _seed_runs(G, rank, method, eps_list, weights, seed, reference, cap, repeats, residual):
+def _seed_runs(G, rank, method, eps_list, weights, seed, reference, cap, repeats, residual,
+               sweep_limit=None):
     """One seed of one (method, weights) cell, answered for every eps.
 
     With ``repeats == 1`` a single driver run to the tightest eps answers all of them: the
@@ -608,7 +621,7 @@ def _seed_runs(G, rank, method, eps_list, weights, seed, reference, cap, repeats
         return solve_to_tolerance(G, rank, solver, e, reference=reference, weights=weights,
                                   options=extra or None,
                                   random_state=seed, max_effort=cap, repeats=repeats,
-                                  track_residual=residual)
+                                  track_residual=residual, time_limit=sweep_limit)
 
     if repeats == 1:
         tr = call(eps_list[-1])
@@ -632,12 +645,13 @@ def _seed_runs(G, rank, method, eps_list, weights, seed, reference, cap, repeats
             "effort": int(effort), "eta": float(value), "seconds": seconds,
             "converged": conv, "resid_est": None if not residual else float(est),
             "n_steps": (i + 1) if conv else len(tr.history),
+            "stopped_by": "converged" if conv else tr.stopped_by,
         })
     return runs, (answers[0][1] if repeats == 1 else None)
 
 
 def _residual_rows(G, rank, method, eps_list, weights, seed, reference, cap, repeats, base,
-                   prior=None):
+                   prior=None, sweep_limit=None):
     """The same solver stopped by the residual estimate: what it said and what eta really was.
 
     ``prior`` is the seed's run stopped on eta (to the tightest eps). The driver draws one seed
@@ -657,7 +671,7 @@ def _residual_rows(G, rank, method, eps_list, weights, seed, reference, cap, rep
         final = solve_to_tolerance(G, rank, solver, eps_list[-1], weights=weights,
                                    options=extra or None,
                                    stop="residual", reference=reference, random_state=seed,
-                                   max_effort=cap, repeats=repeats)
+                                   max_effort=cap, repeats=repeats, time_limit=sweep_limit)
         hist = final.history
     rows = []
     for e in eps_list:
@@ -672,7 +686,8 @@ def _residual_rows(G, rank, method, eps_list, weights, seed, reference, cap, rep
             seconds = None
         h = hist[i]
         true_eta, est = float(h["eta"]), float(h["residual_estimate"])
-        note = "estimate <= eps" if stopped else "estimate never <= eps up to the cap"
+        limit = "the time limit" if final.stopped_by == "time_limit" else "the cap"
+        note = "estimate <= eps" if stopped else f"estimate never <= eps up to {limit}"
         if true_eta > e:
             note += "; true eta > eps (stopped too early)" if stopped else "; true eta > eps"
         rows.append({
