@@ -104,7 +104,7 @@ def build_parser():
                         " RSVD p <= min(min(N,M)/4, 10 r)) or 'none' (up to m = min(N,M)) "
                         "(default: auto)")
     c.add_argument("--sweep-limit", type=_positive_float, default=20.0,
-                   help="seconds of solver time one effort sweep may spend before it stops "
+                   help="wall-clock seconds one effort sweep may take before it stops "
                         "growing the effort; such runs are reported not converged "
                         "(default: %(default)s)")
     c.add_argument("--budget", type=_positive_float, default=3.0,

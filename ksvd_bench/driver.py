@@ -383,6 +383,7 @@ def solve_to_tolerance(
     cache_dir=None,
     track_residual=True,
     time_limit=None,
+    residual_operator=None,
 ) -> ToleranceResult:
     """Grow a solver's effort until its answer meets ``eps``; time it there.
 
@@ -424,10 +425,14 @@ def solve_to_tolerance(
         Record the residual estimate at every effort (costs a few products with ``G``);
         always on for ``stop="residual"``.
     time_limit : float, optional
-        Seconds of solver time (summed over the efforts tried) after which the schedule is
-        abandoned: no larger effort is tried once the total exceeds it, and the result is
-        ``converged=False`` with ``stopped_by="time_limit"``. The step that crosses the limit
-        still completes, so the total can exceed it by one step. None: the schedule decides.
+        Wall-clock seconds the sweep may take (solves and metrics, warm-up excluded): once it
+        has run that long no larger effort is tried, and the result is ``converged=False``
+        with ``stopped_by="time_limit"``. The step that crosses the limit still completes, so
+        the total can exceed it by one step. None: the schedule decides.
+    residual_operator : matrix source, optional
+        The same matrix as ``G`` in a form that is cheaper to multiply (for example the exact
+        :class:`~ksvd_bench.kernels.StructuredKernelSource` of a dense kernel matrix), used for
+        the residual estimates only. Default: ``G``.
 
     Returns
     -------
@@ -514,11 +519,14 @@ def solve_to_tolerance(
     best = None  # (score, index, result, seconds)
     chosen = None
     stopped_by = "cap"
-    spent = 0.0
+    res_src = src if residual_operator is None else as_source(residual_operator)
+    if res_src.shape != src.shape:
+        raise ValueError(f"residual_operator has shape {res_src.shape}, G has {src.shape}")
+    t_start = time.perf_counter()
     for idx, effort in enumerate(efforts):
         out, secs = run(effort, seeds[idx])
         e = eta(reference, out, weights=weights) if reference is not None else float("nan")
-        est = (residual_estimate(src, out, weights=weights) if track_residual
+        est = (residual_estimate(res_src, out, weights=weights) if track_residual
                else float("nan"))
         value = e if stop == "reference" else est
         ok = bool(value <= eps)
@@ -539,7 +547,7 @@ def solve_to_tolerance(
             chosen = (idx, out, secs)
             stopped_by = "converged"
             break
-        spent += secs
+        spent = time.perf_counter() - t_start
         if time_limit is not None and spent > time_limit and idx + 1 < len(efforts):
             stopped_by = "time_limit"
             break

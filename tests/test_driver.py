@@ -191,6 +191,23 @@ def test_driver_time_limit_abandons_the_schedule(problem):
         solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, time_limit=0)
 
 
+def test_driver_residual_operator_is_used_for_the_estimates(problem):
+    G, ref = problem
+    plain = solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, random_state=0)
+    # the same matrix behind another interface: the same estimates
+    same = solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, random_state=0,
+                              residual_operator=aslinearoperator(G))
+    assert [h["residual_estimate"] for h in same.history] == pytest.approx(
+        [h["residual_estimate"] for h in plain.history], rel=1e-10)
+    # a different matrix gives different estimates, so the operator really is the one used
+    other = solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, random_state=0,
+                               residual_operator=2.0 * G)
+    assert other.history[0]["residual_estimate"] != pytest.approx(
+        plain.history[0]["residual_estimate"], rel=1e-3)
+    with pytest.raises(ValueError, match="residual_operator"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, residual_operator=G[:-1])
+
+
 def test_driver_residual_stop(problem):
     G, ref = problem
     out = solve_to_tolerance(G, 5, "asym_nystrom", 1e-3, reference=ref, weights="uniform",

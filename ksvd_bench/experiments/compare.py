@@ -170,7 +170,7 @@ def _resolve_cap(max_effort, method, rank, shape):
 
 
 def _cell_runs(G, rank, method, eps_list, weights, seeds, reference, cap, repeats, residual,
-               budget, sweep_limit, base, bar):
+               budget, sweep_limit, res_src, base, bar):
     """All seeds of one (method, weights) cell; later seeds are skipped once over budget."""
     cell = {e: [] for e in eps_list}
     first = None
@@ -180,7 +180,7 @@ def _cell_runs(G, rank, method, eps_list, weights, seeds, reference, cap, repeat
             bar.update(len(seeds) - k)
             break
         seed_runs, tr = _seed_runs(G, rank, method, eps_list, weights, seed, reference, cap,
-                                   repeats, residual, sweep_limit)
+                                   repeats, residual, sweep_limit, res_src)
         for run in seed_runs:
             cell[run["eps"]].append({**base, **run})
         if k == 0:
@@ -190,7 +190,7 @@ def _cell_runs(G, rank, method, eps_list, weights, seeds, reference, cap, repeat
 
 
 def _tsvd_cells(G, rank, eps_list, weights_list, seeds, reference, residual, repeats, budget,
-                base, bar):
+                base, bar, res_src=None):
     """TSVD is a single run per seed whatever the weighting: run it once, score it thrice.
 
     The driver's run for the first weighting gives the answer and its time; the other
@@ -213,7 +213,8 @@ def _tsvd_cells(G, rank, eps_list, weights_list, seeds, reference, residual, rep
                                 track_residual=False)
         for w in weights_list:
             value = eta(reference, tr.result, weights=w)
-            est = residual_estimate(G, tr.result, weights=w) if residual else None
+            est = (residual_estimate(G if res_src is None else res_src, tr.result, weights=w)
+                   if residual else None)
             for e in eps_list:
                 conv = value <= e
                 cells[w][e].append({
@@ -407,7 +408,7 @@ def run_compare(
         it up, the remaining seeds are skipped (``n_seeds`` records how many ran). The first
         seed always runs to completion, so every cell is answered. None: no budget.
     sweep_limit : float or None, default=20.0
-        Seconds of solver time one effort sweep (one seed of one cell) may spend before the
+        Wall-clock seconds one effort sweep (one seed of one cell) may take before the
         driver stops growing the effort (``solve_to_tolerance(time_limit=...)``); such rows are
         reported as not converged, with the reason in ``note``. None: only the caps bound it.
     repeats : int, default=1
@@ -529,7 +530,7 @@ def run_compare(
                         bar.set_postfix_str(f"{dataset}: tsvd")
                         tsvd_cells, tsvd_res_rows = _tsvd_cells(
                             G, rank, eps_list, weights_list, run_seeds, reference, residual,
-                            repeats, budget_seconds, base, bar)
+                            repeats, budget_seconds, base, bar, res_src)
                     for w in weights_list:
                         bar.set_postfix_str(f"{dataset}: {method}, {w}")
                         if method == "tsvd":
@@ -538,7 +539,8 @@ def run_compare(
                             cell_runs, first_tr = _cell_runs(
                                 G, rank, method, eps_list, w, run_seeds,
                                                    reference, cap, repeats, residual,
-                                                   budget_seconds, sweep_limit, base, bar)
+                                                   budget_seconds, sweep_limit, res_src,
+                                                   base, bar)
                         for e in eps_list:
                             if "nystrom" in method and problem.A is not None:
                                 _attach_e2e(problem, rank, method, cell_runs[e], reference,
@@ -554,7 +556,7 @@ def run_compare(
                                 prob_rows += _residual_rows(
                                     G, rank, method, eps_list, w, run_seeds[0], reference,
                                     cap, repeats, base, prior=first_tr,
-                                    sweep_limit=sweep_limit)
+                                    sweep_limit=sweep_limit, res_src=res_src)
                     stage_seconds.setdefault(dataset, {})[method] = (
                         time.perf_counter() - t_method)
                 if structured and problem.supports_structured and "tsvd" in methods:
@@ -607,7 +609,7 @@ def _first_hit(history, eps, key):
 
 
 def _seed_runs(G, rank, method, eps_list, weights, seed, reference, cap, repeats, residual,
-               sweep_limit=None):
+               sweep_limit=None, res_src=None):
     """One seed of one (method, weights) cell, answered for every eps.
 
     With ``repeats == 1`` a single driver run to the tightest eps answers all of them: the
@@ -621,7 +623,8 @@ def _seed_runs(G, rank, method, eps_list, weights, seed, reference, cap, repeats
         return solve_to_tolerance(G, rank, solver, e, reference=reference, weights=weights,
                                   options=extra or None,
                                   random_state=seed, max_effort=cap, repeats=repeats,
-                                  track_residual=residual, time_limit=sweep_limit)
+                                  track_residual=residual, time_limit=sweep_limit,
+                                  residual_operator=res_src)
 
     if repeats == 1:
         tr = call(eps_list[-1])
@@ -651,7 +654,7 @@ def _seed_runs(G, rank, method, eps_list, weights, seed, reference, cap, repeats
 
 
 def _residual_rows(G, rank, method, eps_list, weights, seed, reference, cap, repeats, base,
-                   prior=None, sweep_limit=None):
+                   prior=None, sweep_limit=None, res_src=None):
     """The same solver stopped by the residual estimate: what it said and what eta really was.
 
     ``prior`` is the seed's run stopped on eta (to the tightest eps). The driver draws one seed
@@ -671,7 +674,8 @@ def _residual_rows(G, rank, method, eps_list, weights, seed, reference, cap, rep
         final = solve_to_tolerance(G, rank, solver, eps_list[-1], weights=weights,
                                    options=extra or None,
                                    stop="residual", reference=reference, random_state=seed,
-                                   max_effort=cap, repeats=repeats, time_limit=sweep_limit)
+                                   max_effort=cap, repeats=repeats, time_limit=sweep_limit,
+                                   residual_operator=res_src)
         hist = final.history
     rows = []
     for e in eps_list:
