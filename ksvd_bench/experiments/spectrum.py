@@ -235,6 +235,7 @@ def plot_spectrum(result, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     for factor, s in result.singular_values.items():
@@ -254,6 +255,9 @@ def plot_spectrum(result, path):
     ax3 = ax2.twinx()
     ax3.semilogx(f, sp_, "s--", color="C1", label="speedup vs RSVD")
     ax3.set_ylabel("speedup vs RSVD", color="C1")
+    # label the factors themselves: log-axis minor labels collide on a short range
+    ax2.set_xticks(f, [f"{x:g}" for x in f])
+    ax2.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax2.set_title(f"eta <= {result.meta['eps']:g} ({result.meta['weights']})")
     fig.tight_layout()
     path = Path(path)
