@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import statistics
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +36,12 @@ from ksvd_bench.experiments.paper_runtime import (
     paper_runtime,
     paper_speedup,
 )
-from ksvd_bench.experiments.problems import DATASETS, Problem, build_problem
+from ksvd_bench.experiments.problems import (
+    DATASETS,
+    Problem,
+    build_problem,
+    quiet_rank_warnings,
+)
 
 __all__ = [
     "CompareResult", "run_compare", "format_compare", "STRUCTURED_NAME", "ROW_FIELDS",
@@ -486,11 +490,7 @@ def run_compare(
     bar = tqdm(total=n_cells, desc="compare", unit="run", disable=not progress, leave=False)
     try:
         numba.set_num_threads(threads)
-        with threadpool_limits(limits=threads), warnings.catch_warnings():
-            # Small samples of a matrix with a dominant top triplet are rank-deficient; the
-            # solvers warn, and the table shows the consequence (eta), so keep the log clean.
-            warnings.filterwarnings("ignore", message=".*numerical rank.*",
-                                    category=RuntimeWarning)
+        with threadpool_limits(limits=threads), quiet_rank_warnings():
             for item in datasets:
                 if isinstance(item, Problem):
                     problem, dataset = item, item.name

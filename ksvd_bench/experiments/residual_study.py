@@ -21,6 +21,7 @@ import numpy as np
 import solvers
 from ksvd_bench.datasets import load_graph
 from ksvd_bench.experiments.paper_runtime import BANDWIDTH_FACTORS
+from ksvd_bench.experiments.problems import quiet_rank_warnings
 from ksvd_bench.kernels import paper_gamma
 from ksvd_bench.kernels.structured import StructuredKernelSource, structured_svd
 from ksvd_bench.metrics import WEIGHTS, eta, residual_estimate, residuals
@@ -156,55 +157,56 @@ def run_residual_study(
     rng = np.random.default_rng(random_state)
 
     rows = []
-    for name in datasets:
-        A = load_graph(name).adjacency
-        gamma = paper_gamma(A, BANDWIDTH_FACTORS[name])
-        src = StructuredKernelSource(A, kernel, gamma=gamma, center=center)
-        n = min(src.shape)
-        if rank > n:
-            raise ValueError(f"rank must be at most {n} for {name}, got {rank}")
-        t0 = time.perf_counter()
-        ref = structured_svd(src, rank, random_state=rng.integers(2**32))
-        ref_seconds = time.perf_counter() - t0
-        for method in methods:
-            values = efforts.get(method) or default_efforts(
-                method, rank, n, n_points=n_points, max_samples=max_samples
-            )
-            option = _OPTION[method]
-            for value in values:
-                seed = int(rng.integers(2**32))
-                base = {"dataset": name, "N": src.shape[0], "gamma": gamma, "method": method,
-                        "option": option, "value": value, "reference_seconds": ref_seconds}
-                try:
-                    t1 = time.perf_counter()
-                    res = solvers.svd(src, rank, method=method, random_state=seed,
-                                      **{option: value})
-                    seconds = time.perf_counter() - t1
-                except (ValueError, np.linalg.LinAlgError, ArithmeticError) as exc:
-                    # A solver that breaks down at one effort must not end the study.
+    with quiet_rank_warnings():
+        for name in datasets:
+            A = load_graph(name).adjacency
+            gamma = paper_gamma(A, BANDWIDTH_FACTORS[name])
+            src = StructuredKernelSource(A, kernel, gamma=gamma, center=center)
+            n = min(src.shape)
+            if rank > n:
+                raise ValueError(f"rank must be at most {n} for {name}, got {rank}")
+            t0 = time.perf_counter()
+            ref = structured_svd(src, rank, random_state=rng.integers(2**32))
+            ref_seconds = time.perf_counter() - t0
+            for method in methods:
+                values = efforts.get(method) or default_efforts(
+                    method, rank, n, n_points=n_points, max_samples=max_samples
+                )
+                option = _OPTION[method]
+                for value in values:
+                    seed = int(rng.integers(2**32))
+                    base = {"dataset": name, "N": src.shape[0], "gamma": gamma, "method": method,
+                            "option": option, "value": value, "reference_seconds": ref_seconds}
+                    try:
+                        t1 = time.perf_counter()
+                        res = solvers.svd(src, rank, method=method, random_state=seed,
+                                          **{option: value})
+                        seconds = time.perf_counter() - t1
+                    except (ValueError, np.linalg.LinAlgError, ArithmeticError) as exc:
+                        # A solver that breaks down at one effort must not end the study.
+                        for w in weights:
+                            row = dict(base, effort=None, weights=w, eta=math.nan,
+                                       residual_estimate=math.nan, ratio=math.nan,
+                                       residual_max=math.nan, seconds=math.nan, n_matvec=None,
+                                       n_block_entries=None, error=f"{type(exc).__name__}: {exc}")
+                            rows.append(row)
+                            if callback is not None:
+                                callback(row)
+                        continue
+                    rmax = residuals(src, res)["max"]
                     for w in weights:
-                        row = dict(base, effort=None, weights=w, eta=math.nan,
-                                   residual_estimate=math.nan, ratio=math.nan,
-                                   residual_max=math.nan, seconds=math.nan, n_matvec=None,
-                                   n_block_entries=None, error=f"{type(exc).__name__}: {exc}")
+                        e = eta(ref, res, weights=w)
+                        est = residual_estimate(src, res, weights=w, random_state=seed)
+                        row = dict(
+                            base, effort=int(res.info["effort"]), weights=w, eta=float(e),
+                            residual_estimate=float(est),
+                            ratio=float(est / e) if e > 0 else math.inf, residual_max=rmax,
+                            seconds=seconds, n_matvec=int(res.info["n_matvec"]),
+                            n_block_entries=int(res.info["n_block_entries"]), error=None,
+                        )
                         rows.append(row)
                         if callback is not None:
                             callback(row)
-                    continue
-                rmax = residuals(src, res)["max"]
-                for w in weights:
-                    e = eta(ref, res, weights=w)
-                    est = residual_estimate(src, res, weights=w, random_state=seed)
-                    row = dict(
-                        base, effort=int(res.info["effort"]), weights=w, eta=float(e),
-                        residual_estimate=float(est),
-                        ratio=float(est / e) if e > 0 else math.inf, residual_max=rmax,
-                        seconds=seconds, n_matvec=int(res.info["n_matvec"]),
-                        n_block_entries=int(res.info["n_block_entries"]), error=None,
-                    )
-                    rows.append(row)
-                    if callback is not None:
-                        callback(row)
     return rows
 
 

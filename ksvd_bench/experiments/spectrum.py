@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import statistics
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ksvd_bench.experiments.paper_runtime import DEFAULT_KERNEL, DEFAULT_RANK, PAPER_WEIGHTS
-from ksvd_bench.experiments.problems import GRAPH_DATASETS, build_problem, problem_from_data
+from ksvd_bench.experiments.problems import (
+    GRAPH_DATASETS,
+    build_problem,
+    problem_from_data,
+    quiet_rank_warnings,
+)
 
 __all__ = ["DEFAULT_FACTORS", "SpectrumResult", "run_spectrum", "format_spectrum",
            "plot_spectrum"]
@@ -142,10 +146,7 @@ def run_spectrum(
     old = numba.get_num_threads()
     try:
         numba.set_num_threads(threads)
-        with threadpool_limits(limits=threads), warnings.catch_warnings():
-            # Rank-deficient small samples warn; eta in the table shows the consequence.
-            warnings.filterwarnings("ignore", message=".*numerical rank.*",
-                                    category=RuntimeWarning)
+        with threadpool_limits(limits=threads), quiet_rank_warnings():
             for factor in tqdm(factors, desc="spectrum", disable=not progress, leave=False):
                 if data is None:
                     problem = build_problem(dataset, kernel=kernel, center=center,
