@@ -484,6 +484,9 @@ def solve_to_tolerance(
     src = as_source(G)
     shape = tuple(int(n) for n in src.shape)
     rank = _check_rank(rank, shape)
+    res_src = src if residual_operator is None else as_source(residual_operator)
+    if tuple(res_src.shape) != shape:
+        raise ValueError(f"residual_operator has shape {tuple(res_src.shape)}, G has {shape}")
     if schedule is None:
         efforts = effort_schedule(method, rank, shape, max_effort=max_effort)
     else:
@@ -519,9 +522,6 @@ def solve_to_tolerance(
     best = None  # (score, index, result, seconds)
     chosen = None
     stopped_by = "cap"
-    res_src = src if residual_operator is None else as_source(residual_operator)
-    if res_src.shape != src.shape:
-        raise ValueError(f"residual_operator has shape {res_src.shape}, G has {src.shape}")
     t_start = time.perf_counter()
     for idx, effort in enumerate(efforts):
         out, secs = run(effort, seeds[idx])

@@ -194,7 +194,7 @@ def _cell_runs(G, rank, method, eps_list, weights, seeds, reference, cap, repeat
 
 
 def _tsvd_cells(G, rank, eps_list, weights_list, seeds, reference, residual, repeats, budget,
-                base, bar, res_src=None):
+                base, bar, res_src):
     """TSVD is a single run per seed whatever the weighting: run it once, score it thrice.
 
     The driver's run for the first weighting gives the answer and its time; the other
@@ -217,8 +217,7 @@ def _tsvd_cells(G, rank, eps_list, weights_list, seeds, reference, residual, rep
                                 track_residual=False)
         for w in weights_list:
             value = eta(reference, tr.result, weights=w)
-            est = (residual_estimate(G if res_src is None else res_src, tr.result, weights=w)
-                   if residual else None)
+            est = residual_estimate(res_src, tr.result, weights=w) if residual else None
             for e in eps_list:
                 conv = value <= e
                 cells[w][e].append({
