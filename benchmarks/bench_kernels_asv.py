@@ -16,8 +16,8 @@ class KernelBuild:
     timeout = 300
 
     def setup(self, kernel, layout, n):
-        from ksvd_bench.experiments.problems import problem_data
         from ksvd_bench.kernels import ksvd_kernel, paper_gamma
+        from ksvd_bench.race.problems import problem_data
 
         A = problem_data("cora")[:n, :n].tocsr()
         self.gamma = paper_gamma(A, 1.0)
@@ -46,9 +46,9 @@ class StructuredBuild:
     timeout = 300
 
     def setup(self, dataset):
-        from ksvd_bench.experiments.paper_runtime import BANDWIDTH_FACTORS
-        from ksvd_bench.experiments.problems import problem_data
         from ksvd_bench.kernels import paper_gamma
+        from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS
+        from ksvd_bench.race.problems import problem_data
 
         warm_up_structured()
         self.A = problem_data(dataset)

@@ -59,8 +59,8 @@ def _pubmed_reference(self):
 
 
 def _warm_up_routes():
-    from ksvd_bench.experiments.problems import problem_data
     from ksvd_bench.kernels import KernelSource
+    from ksvd_bench.race.problems import problem_data
 
     warm_up_structured()
     warm_up_solvers(["asym_nystrom", "asym_nystrom_norm", "tsvd"])

@@ -70,8 +70,8 @@ def warm_up_solvers(methods=None):
 
 def warm_up_structured():
     """Compile the structured operator's kernels on a small slice of Cora."""
-    from ksvd_bench.experiments.problems import problem_data
     from ksvd_bench.kernels import StructuredKernelSource, paper_gamma
+    from ksvd_bench.race.problems import problem_data
 
     A = problem_data("cora")[:200, :200].tocsr()
     src = StructuredKernelSource(A, "sne", gamma=paper_gamma(A, 1.0), center=True)
@@ -85,7 +85,7 @@ def warm_up_structured():
 
 def cora_dense():
     """Cora's centred SNE kernel matrix (paper bandwidth), dense, and its build time."""
-    from ksvd_bench.experiments.problems import build_problem
+    from ksvd_bench.race.problems import build_problem
 
     problem = build_problem("cora", random_state=SEED)
     return problem.G, problem.kernel_seconds
@@ -96,8 +96,8 @@ def pubmed_structured():
 
     The dense matrix would take 3.1 GB; this source holds O(nnz(A @ A) + N) numbers.
     """
-    from ksvd_bench.experiments.problems import problem_data
     from ksvd_bench.kernels import StructuredKernelSource, paper_gamma
+    from ksvd_bench.race.problems import problem_data
 
     A = problem_data("pubmed")
     return StructuredKernelSource(A, "sne", gamma=paper_gamma(A, 0.5), center=True)
@@ -105,8 +105,8 @@ def pubmed_structured():
 
 def pubmed_lazy():
     """PubMed's centred SNE kernel as a lazy block source (no structure used, nothing N x N)."""
-    from ksvd_bench.experiments.problems import problem_data
     from ksvd_bench.kernels import KernelSource, paper_gamma
+    from ksvd_bench.race.problems import problem_data
 
     A = problem_data("pubmed")
     return KernelSource(A, "sne", gamma=paper_gamma(A, 0.5), compat=None, center=True,

@@ -2,7 +2,8 @@
 
 Sub-packages: :mod:`ksvd_bench.kernels` (kernel builders and matrix sources),
 :mod:`ksvd_bench.datasets`, :mod:`ksvd_bench.metrics`, :mod:`ksvd_bench.driver`,
-:mod:`ksvd_bench.experiments`. The solvers live in the separate package :mod:`solvers`.
+:mod:`ksvd_bench.race` (the solver race), :mod:`ksvd_bench.paper` (the feature-learning
+reproduction). The solvers live in the separate package :mod:`solvers`.
 """
 
 __version__ = "0.1.0"

@@ -13,16 +13,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ksvd_bench.experiments import _reproduce_cli
-from ksvd_bench.experiments.paper_runtime import (
+from ksvd_bench.kernels._params import KERNELS
+from ksvd_bench.paper import _reproduce_cli
+from ksvd_bench.race.paper_runtime import (
     DEFAULT_EPS,
     DEFAULT_KERNEL,
     DEFAULT_RANK,
     DEFAULT_WEIGHTS,
     PAPER_WEIGHTS,
 )
-from ksvd_bench.experiments.problems import DATASETS, GRAPH_DATASETS
-from ksvd_bench.kernels._params import KERNELS
+from ksvd_bench.race.problems import DATASETS, GRAPH_DATASETS
 
 __all__ = ["build_parser", "main"]
 
@@ -168,7 +168,7 @@ def build_parser():
 
 
 def _run_compare(args):
-    from ksvd_bench.experiments.compare import format_compare, run_compare
+    from ksvd_bench.race.compare import format_compare, run_compare
 
     options = {}
     if "synthetic" in args.dataset:
@@ -196,7 +196,7 @@ def _run_compare(args):
 
 
 def _run_spectrum(args):
-    from ksvd_bench.experiments.spectrum import DEFAULT_FACTORS, format_spectrum, run_spectrum
+    from ksvd_bench.race.spectrum import DEFAULT_FACTORS, format_spectrum, run_spectrum
 
     result = run_spectrum(
         args.dataset, factors=args.factors or DEFAULT_FACTORS, kernel=args.kernel,
@@ -212,7 +212,7 @@ def _run_spectrum(args):
 def _run_residual_study(args):
     import numba
 
-    from ksvd_bench.experiments.residual_study import (
+    from ksvd_bench.race.residual_study import (
         run_residual_study,
         summarize_residual_study,
     )

@@ -8,7 +8,7 @@ import pytest
 
 from ksvd_bench.cli import build_parser, main
 from ksvd_bench.datasets import make_directed_graph
-from ksvd_bench.experiments.spectrum import format_spectrum, run_spectrum
+from ksvd_bench.race.spectrum import format_spectrum, run_spectrum
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["compare", "--help"], ["spectrum", "--help"],

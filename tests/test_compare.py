@@ -1,4 +1,4 @@
-"""End-to-end checks of the solver race (ksvd_bench.experiments.compare) on small problems."""
+"""End-to-end checks of the solver race (ksvd_bench.race.compare) on small problems."""
 
 import csv
 import json
@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from ksvd_bench.datasets import make_directed_graph
-from ksvd_bench.experiments.compare import (
+from ksvd_bench.race.compare import (
     ROW_FIELDS,
     STRUCTURED_NAME,
     format_compare,
     run_compare,
 )
-from ksvd_bench.experiments.paper_runtime import paper_runtime, paper_speedup
-from ksvd_bench.experiments.problems import build_problem, problem_from_data
+from ksvd_bench.race.paper_runtime import paper_runtime, paper_speedup
+from ksvd_bench.race.problems import build_problem, problem_from_data
 
 RANK = 4
 METHODS = ("tsvd", "rsvd", "sym_nystrom", "asym_nystrom")

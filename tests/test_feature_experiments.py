@@ -10,24 +10,24 @@ from sklearn.decomposition import KernelPCA
 from sklearn.neighbors import KernelDensity
 
 from ksvd_bench.datasets import make_directed_graph
-from ksvd_bench.experiments import paper_numbers
-from ksvd_bench.experiments._reproduce_cli import EXPERIMENTS, add_parser, main
-from ksvd_bench.experiments.ablation import poly_svd_features, run_ablation
-from ksvd_bench.experiments.asymmetry import kde_kl, run_asymmetry
-from ksvd_bench.experiments.graph_reconstruction import (
+from ksvd_bench.paper import paper_numbers
+from ksvd_bench.paper._reproduce_cli import EXPERIMENTS, add_parser, main
+from ksvd_bench.paper.ablation import poly_svd_features, run_ablation
+from ksvd_bench.paper.asymmetry import kde_kl, run_asymmetry
+from ksvd_bench.paper.graph_reconstruction import (
     reconstruct_adjacency,
     reconstruction_errors,
     run_graph_reconstruction,
 )
-from ksvd_bench.experiments.node_classification import (
+from ksvd_bench.paper.node_classification import (
     combine_features,
     make_splits,
     protocol_probe,
     run_node_classification,
     structured_rbf_kpca,
 )
-from ksvd_bench.experiments.nystrom_f1 import plot_f1_vs_m, run_nystrom_f1
-from ksvd_bench.experiments.uci import run_uci, uci_methods
+from ksvd_bench.paper.nystrom_f1 import plot_f1_vs_m, run_nystrom_f1
+from ksvd_bench.paper.uci import run_uci, uci_methods
 
 
 def _graph_loader(name):

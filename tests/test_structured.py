@@ -416,7 +416,7 @@ def test_cache_key_identifies_the_matrix(small_graph):
 
 
 def test_residual_study_rows():
-    from ksvd_bench.experiments.residual_study import (
+    from ksvd_bench.race.residual_study import (
         run_residual_study,
         summarize_residual_study,
     )

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench.experiments.paper_runtime import (
+from ksvd_bench.race.paper_runtime import (
     DEFAULT_EPS,
     DEFAULT_KERNEL,
     DEFAULT_RANK,
@@ -36,7 +36,7 @@ from ksvd_bench.experiments.paper_runtime import (
     paper_runtime,
     paper_speedup,
 )
-from ksvd_bench.experiments.problems import (
+from ksvd_bench.race.problems import (
     DATASETS,
     Problem,
     build_problem,
@@ -378,9 +378,9 @@ def run_compare(
     Parameters
     ----------
     datasets : sequence of str or Problem, default=("cora",)
-        Problems: names from :data:`ksvd_bench.experiments.problems.DATASETS`, or ready
-        :class:`~ksvd_bench.experiments.problems.Problem` objects (e.g. from
-        :func:`~ksvd_bench.experiments.problems.problem_from_data`).
+        Problems: names from :data:`ksvd_bench.race.problems.DATASETS`, or ready
+        :class:`~ksvd_bench.race.problems.Problem` objects (e.g. from
+        :func:`~ksvd_bench.race.problems.problem_from_data`).
     kernel : str, default="sne"
         Kernel of the named real problems.
     rank : int, default=20
@@ -424,7 +424,7 @@ def run_compare(
     random_state : int, default=0
         Root seed: the problem's seed and the source of the per-run seeds.
     problem_options : dict, optional
-        Extra keyword arguments of :func:`~ksvd_bench.experiments.problems.build_problem`
+        Extra keyword arguments of :func:`~ksvd_bench.race.problems.build_problem`
         (e.g. ``shape`` and ``synthetic_options`` for ``"synthetic"``).
     cache_dir : str or Path, optional
         Directory of the reference-SVD cache (default ``<out>/reference_cache`` when ``out``

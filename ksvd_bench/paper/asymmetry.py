@@ -19,8 +19,8 @@ import numpy as np
 from sklearn.neighbors import KernelDensity
 from sklearn.preprocessing import StandardScaler
 
-from ksvd_bench.experiments import paper_numbers
-from ksvd_bench.experiments.uci import UCI_DATASETS
+from ksvd_bench.paper import paper_numbers
+from ksvd_bench.paper.uci import UCI_DATASETS
 
 
 def kde_kl(P, Q, *, bandwidth="scott"):

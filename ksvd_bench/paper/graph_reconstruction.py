@@ -21,8 +21,8 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 from sklearn.neighbors import NearestNeighbors
 
-from ksvd_bench.experiments import paper_numbers
-from ksvd_bench.experiments.node_classification import METHODS, _rng_seed, node_embeddings
+from ksvd_bench.paper import paper_numbers
+from ksvd_bench.paper.node_classification import METHODS, _rng_seed, node_embeddings
 
 EMBEDDING_SCALES = ("u", "us", "sqrt")
 

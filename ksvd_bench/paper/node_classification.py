@@ -30,8 +30,8 @@ from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit, cro
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ksvd_bench.experiments import paper_numbers
 from ksvd_bench.kernels._params import paper_gamma
+from ksvd_bench.paper import paper_numbers
 
 METHODS = ("pca", "kpca", "svd", "ksvd")
 #: bandwidth factors searched by CV, the same grid for every method that has a bandwidth; it

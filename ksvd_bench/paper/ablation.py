@@ -1,6 +1,6 @@
 """Ablation: explicit degree-2 polynomial features + SVD vs KSVD with the degree-2 poly kernel.
 
-Same datasets, splits, preprocessing and linear models as :mod:`ksvd_bench.experiments.uci`.
+Same datasets, splits, preprocessing and linear models as :mod:`ksvd_bench.paper.uci`.
 "Poly + SVD": ``sklearn.preprocessing.PolynomialFeatures(degree=2)`` of the standardised rows,
 then the SVD ``P_train = U S V^T`` (scipy, uncentred); the first 4 columns of U are the training
 features and test rows get ``P_test V S^-1`` (the linear out-of-sample extension). "KSVD poly":
@@ -14,8 +14,8 @@ import numpy as np
 import scipy.linalg
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
-from ksvd_bench.experiments import paper_numbers
-from ksvd_bench.experiments.uci import (
+from ksvd_bench.paper import paper_numbers
+from ksvd_bench.paper.uci import (
     UCI_DATASETS,
     _seed,
     evaluate_linear,

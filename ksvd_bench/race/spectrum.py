@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench.experiments.paper_runtime import DEFAULT_KERNEL, DEFAULT_RANK, PAPER_WEIGHTS
-from ksvd_bench.experiments.problems import (
+from ksvd_bench.race.paper_runtime import DEFAULT_KERNEL, DEFAULT_RANK, PAPER_WEIGHTS
+from ksvd_bench.race.problems import (
     GRAPH_DATASETS,
     build_problem,
     problem_from_data,
@@ -115,12 +115,12 @@ def run_spectrum(
     from tqdm.auto import tqdm
 
     from ksvd_bench.driver import reference_svd, solve_to_tolerance
-    from ksvd_bench.experiments.compare import (
+    from ksvd_bench.metrics import WEIGHTS
+    from ksvd_bench.race.compare import (
         _check_positive_int,
         _warm_up,
         seeds_from,
     )
-    from ksvd_bench.metrics import WEIGHTS
     from ksvd_bench.report import machine_info, write_csv, write_json
 
     if data is None and dataset not in GRAPH_DATASETS:

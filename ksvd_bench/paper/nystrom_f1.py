@@ -5,7 +5,7 @@ sampled rows and columns, features ``[U, V]``; against KPCA (RBF, same bandwidth
 symmetric Nystrom method (``sklearn.kernel_approximation.Nystroem`` with m landmarks followed by
 ``PCA``, i.e. the eigenvectors of the Nystrom approximation of the centred kernel), with ``2r``
 components so both give the same number of features. Classifier, metrics and splits as in
-:mod:`ksvd_bench.experiments.node_classification`.
+:mod:`ksvd_bench.paper.node_classification`.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from sklearn.decomposition import PCA
 from sklearn.kernel_approximation import Nystroem
 from sklearn.pipeline import make_pipeline
 
-from ksvd_bench.experiments.node_classification import (
+from ksvd_bench.kernels._params import paper_gamma
+from ksvd_bench.paper.node_classification import (
     _rng_seed,
     evaluate_features,
     make_splits,
 )
-from ksvd_bench.kernels._params import paper_gamma
 
 M_GRID = (50, 100, 200, 500, 1000)
 NYSTROM_METHODS = ("ksvd-asym-nystrom", "kpca-sym-nystrom")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ksvd_bench.experiments.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
+from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
 
 __all__ = ["DATASETS", "Problem", "build_problem", "problem_data", "problem_from_data"]
 

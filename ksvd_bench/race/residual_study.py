@@ -20,11 +20,11 @@ import numpy as np
 
 import solvers
 from ksvd_bench.datasets import load_graph
-from ksvd_bench.experiments.paper_runtime import BANDWIDTH_FACTORS
-from ksvd_bench.experiments.problems import quiet_rank_warnings
 from ksvd_bench.kernels import paper_gamma
 from ksvd_bench.kernels.structured import StructuredKernelSource, structured_svd
 from ksvd_bench.metrics import WEIGHTS, eta, residual_estimate, residuals
+from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS
+from ksvd_bench.race.problems import quiet_rank_warnings
 
 __all__ = ["DEFAULT_EFFORTS", "default_efforts", "run_residual_study", "summarize_residual_study"]
 

@@ -50,7 +50,7 @@ def _timed(fn, **kwargs):
 
 
 def _run_node_classification(args):
-    from ksvd_bench.experiments.node_classification import (
+    from ksvd_bench.paper.node_classification import (
         BANDWIDTH_GRID,
         run_node_classification,
     )
@@ -77,7 +77,7 @@ def _run_node_classification(args):
 
 
 def _run_graph_reconstruction(args):
-    from ksvd_bench.experiments.graph_reconstruction import run_graph_reconstruction
+    from ksvd_bench.paper.graph_reconstruction import run_graph_reconstruction
 
     kwargs = dict(
         datasets=args.datasets,
@@ -96,7 +96,7 @@ def _run_graph_reconstruction(args):
 
 
 def _run_uci(args):
-    from ksvd_bench.experiments.uci import run_uci
+    from ksvd_bench.paper.uci import run_uci
 
     result = _timed(run_uci, datasets=args.datasets, n_runs=args.runs or (3 if args.quick
                                                                            else 10),
@@ -107,7 +107,7 @@ def _run_uci(args):
 
 
 def _run_ablation(args):
-    from ksvd_bench.experiments.ablation import run_ablation
+    from ksvd_bench.paper.ablation import run_ablation
 
     result = _timed(run_ablation, datasets=args.datasets,
                     n_runs=args.runs or (3 if args.quick else 10),
@@ -118,7 +118,7 @@ def _run_ablation(args):
 
 
 def _run_nystrom_f1(args):
-    from ksvd_bench.experiments.nystrom_f1 import plot_f1_vs_m, run_nystrom_f1
+    from ksvd_bench.paper.nystrom_f1 import plot_f1_vs_m, run_nystrom_f1
 
     quick = args.quick
     result = _timed(
@@ -141,7 +141,7 @@ def _run_nystrom_f1(args):
 
 
 def _run_asymmetry(args):
-    from ksvd_bench.experiments.asymmetry import run_asymmetry
+    from ksvd_bench.paper.asymmetry import run_asymmetry
 
     result = _timed(run_asymmetry, datasets=args.datasets, progress=not args.no_progress,
                     random_state=args.seed)
@@ -244,7 +244,7 @@ def add_parser(subparsers):
 
 
 def main(argv=None):
-    """Run ``reproduce`` standalone: ``python -m ksvd_bench.experiments._reproduce_cli``."""
+    """Run ``reproduce`` standalone: ``python -m ksvd_bench.paper._reproduce_cli``."""
     parser = argparse.ArgumentParser(prog="ksvd-bench")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

@@ -18,8 +18,8 @@ from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ksvd_bench.experiments import paper_numbers
 from ksvd_bench.kernels._params import paper_gamma
+from ksvd_bench.paper import paper_numbers
 
 UCI_DATASETS = ("diabetes", "ionosphere", "liver", "cholesterol", "yacht")
 KSVD_KERNELS = ("rbf", "sne")

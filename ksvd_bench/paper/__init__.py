@@ -1,0 +1,6 @@
+"""The paper's feature-learning reproduction, one module per table or figure.
+
+Node classification, graph reconstruction, UCI tables, ablation, Nyström F1 and the
+asymmetry measure; ``paper_numbers`` holds the paper's own figures. The modules compute and
+return data; ``_reproduce_cli`` wires ``ksvd-bench reproduce``.
+"""
