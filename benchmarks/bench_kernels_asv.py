@@ -69,3 +69,49 @@ class StructuredBuild:
         return float(np.asarray(getattr(self._build(), "nnz", np.nan)))
 
     track_structured_nnz.unit = "entries"
+
+
+class FusedPasses:
+    """Fused passes of a lazy two-point-set SNE kernel (issue 9): set-up, matmat, sketch.
+
+    ``KernelSource.from_points`` on two Gaussian point sets (d = 64), 40 columns (sketch:
+    40 + 40); the dense ``kernel_matrix`` of the same points is the baseline the benchmark
+    script ``benchmarks/scripts/bench_passes.py`` compares against (issue target: matmat at
+    most 1.0x, sketch at most 1.3x).
+    """
+
+    params = [[2000, 6000]]
+    param_names = ["n"]
+    timeout = 300
+
+    def setup(self, n):
+        from ksvd_bench.kernels import KernelSource
+
+        rng = np.random.default_rng(0)
+        d = 64
+        self.X = rng.standard_normal((n, d))
+        self.Z = rng.standard_normal((n, d))
+        self.gamma = float(np.sqrt(2.0 * d))
+        self.Omega = rng.standard_normal((n, 40))
+        self.Psi = rng.standard_normal((n, 40))
+        # warm up every pass on a small input of the same dtype and layout (JIT or cache)
+        small = KernelSource.from_points(self.X[:50], self.Z[:60], "sne", gamma=self.gamma)
+        small.sketch(self.Omega[:60], self.Psi[:50])
+        small.matmat(self.Omega[:60])
+        self.S = KernelSource.from_points(self.X, self.Z, "sne", gamma=self.gamma)
+
+    def time_setup(self, n):
+        from ksvd_bench.kernels import KernelSource
+
+        KernelSource.from_points(self.X, self.Z, "sne", gamma=self.gamma)
+
+    def time_matmat(self, n):
+        self.S.matmat(self.Omega)
+
+    def time_sketch(self, n):
+        self.S.sketch(self.Omega, self.Psi)
+
+    def time_kernel_matrix(self, n):
+        from ksvd_bench.kernels import kernel_matrix
+
+        kernel_matrix(self.X, self.Z, "sne", gamma=self.gamma)

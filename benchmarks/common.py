@@ -18,14 +18,18 @@ import numpy as np
 RANK = 20
 SEED = 0
 #: fixed efforts of the ``time_solve`` suites (the paper's regime: a few hundred samples)
-FIXED_EFFORT = {"tsvd": 0, "rsvd": 10, "sym_nystrom": 200, "asym_nystrom": 200,
-                "asym_nystrom_norm": 200}
+FIXED_EFFORT = {"tsvd": 0, "rsvd": 10, "block_krylov": 2, "generalized_nystrom": 10,
+                "sym_nystrom": 200, "asym_nystrom": 200, "asym_nystrom_norm": 200}
 #: benchmark names -> (solver method, extra options); "asym_nystrom_norm" samples rows and
 #: columns by squared norms instead of uniformly (uniform sampling fails on PubMed, whose
 #: singular vectors are localised)
-VARIANTS = {"tsvd": ("tsvd", {}), "rsvd": ("rsvd", {}), "sym_nystrom": ("sym_nystrom", {}),
-            "asym_nystrom": ("asym_nystrom", {}),
+VARIANTS = {"tsvd": ("tsvd", {}), "rsvd": ("rsvd", {}), "block_krylov": ("block_krylov", {}),
+            "generalized_nystrom": ("generalized_nystrom", {}),
+            "sym_nystrom": ("sym_nystrom", {}), "asym_nystrom": ("asym_nystrom", {}),
             "asym_nystrom_norm": ("asym_nystrom", {"sampling": "norm"})}
+#: accuracy measures of the tolerance suites: eta under two weightings, and the gap-robust
+#: low-rank error ||G - U U^T G||_F <= (1 + eps) ||G - G_r||_F
+MEASURES = ("singular_values", "uniform", "lowrank")
 #: loose sanity tolerance (paper weighting) that a fixed-effort answer must meet to be timed
 FIXED_EFFORT_EPS = 0.1
 
@@ -39,11 +43,19 @@ class MissedTolerance(NotImplementedError):
 
 
 def effort_options(method, effort):
-    """The solver option that sets ``method``'s effort (TSVD: ARPACK to machine precision)."""
+    """The solver option that sets ``method``'s effort (TSVD: ARPACK to machine precision).
+
+    RSVD: oversampling p with 4 power iterations; generalized Nystrom: oversampling p; block
+    Krylov: the depth (iterations) q; Nystrom: the number of samples m.
+    """
     if method == "tsvd":
         return {"tol": 0.0}
     if method == "rsvd":
         return {"n_oversamples": int(effort), "n_iter": 4}
+    if method == "generalized_nystrom":
+        return {"n_oversamples": int(effort)}
+    if method == "block_krylov":
+        return {"n_iter": int(effort)}
     return {"n_samples": int(effort)}
 
 
@@ -64,7 +76,8 @@ def warm_up_solvers(methods=None):
     G = rng.standard_normal((80, 60))
     for name in methods or solvers.METHODS:
         method, extra = VARIANTS.get(name, (name, {}))
-        opts = effort_options(method, 30 if "nystrom" in method else 5)
+        small = {"sym_nystrom": 30, "asym_nystrom": 30, "block_krylov": 1}
+        opts = effort_options(method, small.get(method, 5))
         solvers.svd(G, 5, method=method, random_state=SEED, **opts, **extra)
 
 
@@ -128,17 +141,27 @@ def as_reference(triplets):
     return SVDResult(U=U, s=s, V=V, info={"method": "reference"})
 
 
-def check_accuracy(reference, result, eps, weights, what):
-    """Raise :class:`MissedTolerance` if ``result`` misses ``eta <= eps``.
+def accuracy(G, reference, result, measure, rank=RANK):
+    """eta of ``result`` under a weighting, or its low-rank excess (``measure="lowrank"``)."""
+    from ksvd_bench.metrics import eta, lowrank_error
 
-    A time for a wrong answer is never reported.
+    if measure == "lowrank":
+        return float(lowrank_error(G, reference, result, rank=rank))
+    return float(eta(reference, result, weights=measure, rank=rank))
+
+
+def check_accuracy(reference, result, eps, weights, what, G=None):
+    """Raise :class:`MissedTolerance` if ``result`` misses ``eps`` under ``weights``.
+
+    ``weights`` is an eta weighting, or ``"lowrank"`` (then ``G`` is needed). A time for a
+    wrong answer is never reported.
     """
-    from ksvd_bench.metrics import eta
-
-    value = eta(reference, result, weights=weights)
+    if weights == "lowrank" and G is None:
+        raise ValueError("check_accuracy needs G for the lowrank measure")
+    value = accuracy(G, reference, result, weights)
     if not value <= eps:
         raise MissedTolerance(
-            f"{what}: eta={value:.3g} > eps={eps:g} ({weights} weights); refusing to time an "
+            f"{what}: {weights} measure {value:.3g} > eps={eps:g}; refusing to time an "
             "answer that missed the tolerance"
         )
     return value

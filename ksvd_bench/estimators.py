@@ -11,8 +11,10 @@ embedded by the out-of-sample extension of the paper's eq. 9, the Nystrom formul
 from __future__ import annotations
 
 import numbers
+import time
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -20,11 +22,46 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 import solvers
 from ksvd_bench.kernels import KernelSource, compat_data, kernel_matrix
 from ksvd_bench.kernels._params import COMPATS, KERNELS, check_gamma, paper_gamma
+from solvers._result import SVDResult, fix_signs
+from solvers._validation import check_random_state  # None, int >= 0 or Generator
 
 __all__ = ["KSVD"]
 
 #: entries of one block of new-row kernel values evaluated at once in ``transform`` (128 MB f64)
 _TRANSFORM_BLOCK_ENTRIES = 1 << 24
+
+
+def _reject_masked(A, name):
+    """Refuse a masked array with masked entries: their mask would be dropped, not honoured."""
+    if isinstance(A, np.ma.MaskedArray) and np.ma.getmaskarray(A).any():
+        raise TypeError(
+            f"{name} is a masked array with {int(np.ma.getmaskarray(A).sum())} masked "
+            f"entries; KSVD has no notion of missing values and would read the hidden data: "
+            f"fill them ({name}.filled(value)) or drop those rows first"
+        )
+
+
+def _all_triplets(source, r):
+    """The r = min(N, M) triplets of the kernel matrix by LAPACK on its dense form.
+
+    A complete set is no job for a Krylov solver: a centred kernel has rank <= min(N, M) - 1,
+    and PROPACK then stops on the invariant subspace or returns a spurious last value
+    (SciPy's ``svds(..., solver="propack")`` gives 433 for the zero singular value of a rank-one
+    80 x 2 matrix). Here G has min(N, M) = r rows or columns, so it is no larger than the
+    features themselves.
+    """
+    t0 = time.perf_counter()
+    G = np.asarray(source.dense(), dtype=np.float64)
+    try:
+        U, s, Vt = scipy.linalg.svd(G, full_matrices=False, lapack_driver="gesdd")
+    except np.linalg.LinAlgError:
+        # gesdd's divide and conquer can fail to converge where the slower QR iteration does not
+        U, s, Vt = scipy.linalg.svd(G, full_matrices=False, lapack_driver="gesvd")
+    U, V = fix_signs(U[:, :r].copy(), Vt[:r].T.copy())
+    info = dict(method="tsvd", backend="lapack", effort=r, n_matvec=0,
+                n_block_entries=int(G.size), n_products=0, n_passes=1.0,
+                seconds=time.perf_counter() - t0)
+    return SVDResult(U, s[:r], V, info)
 
 
 def _check_int(value, name, minimum):
@@ -63,8 +100,9 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Nystrom methods).
     degree, coef0 : int, float, default=2, 1.0
         Parameters of the ``"poly"`` kernel ``(x.z + coef0)^degree``.
-    random_state : None, int or numpy.random.Generator, default=None
-        Seeds the compatibility map ``"random"`` and randomised solvers.
+    random_state : None, int >= 0 or numpy.random.Generator, default=None
+        Seeds the compatibility map ``"random"`` and randomised solvers; anything else raises
+        an error naming ``random_state`` at ``fit``.
 
     Attributes
     ----------
@@ -93,9 +131,16 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     Notes
     -----
-    With ``solver="tsvd"`` and ``n_components == min(N, M)`` the PROPACK backend is used
-    (ARPACK needs fewer triplets than the smaller dimension) unless ``solver_options`` names a
-    backend.
+    With ``solver="tsvd"`` and ``n_components == min(N, M)`` the complete SVD is computed by
+    LAPACK on the dense kernel matrix (no larger than the features then; ARPACK needs fewer
+    triplets than the smaller dimension and PROPACK fails on the rank-deficient centred kernel)
+    unless ``solver_options`` names a backend; ``solver_info_["backend"]`` is then ``"lapack"``.
+
+    A matrix whose centred kernel is zero (for example an all-zero ``A`` with an explicit
+    ``gamma``; the bandwidth rule itself refuses a zero-variance ``A``) has no direction to
+    learn: the fit gives singular values 0 and ``transform`` returns zero features.
+    Masked arrays with masked entries are refused (``TypeError`` naming the input), not read
+    with their mask silently dropped.
 
     ``transform`` of a training row returns the corresponding row of ``left_features_`` up to
     the solver's accuracy, because ``G_c V S^-1 = U`` for exact singular triplets; with the
@@ -215,12 +260,13 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self.left_features_.copy()
 
     def _fit(self, A):
+        _reject_masked(A, "A")
         A = validate_data(
             self, A, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_min_samples=2
         )
         n_rows, n_cols = A.shape
         r = self._validate_params_ksvd(n_rows, n_cols)
-        rng = np.random.default_rng(self.random_state)
+        rng = check_random_state(self.random_state)
         compat = self._resolved_compat(n_rows, n_cols)
         if self.kernel in ("linear", "poly"):
             gamma = None
@@ -242,9 +288,9 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         source = KernelSource(A, center=bool(self.center), **common)
         options = dict(self.solver_options or {})
         if self.solver == "tsvd" and r >= min(n_rows, n_cols) and "backend" not in options:
-            # ARPACK needs rank < min(N, M); PROPACK computes the full set
-            options["backend"] = "propack"
-        result = solvers.svd(source, r, method=self.solver, random_state=rng, **options)
+            result = _all_triplets(source, r)
+        else:
+            result = solvers.svd(source, r, method=self.solver, random_state=rng, **options)
 
         X, Z = compat_data(A, compat, random_state=compat_seed)
         self.row_map_ = self._row_map(A, X)
@@ -287,6 +333,21 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return np.linalg.pinv(Ad) @ Xd
 
     # ------------------------------------------------------------------ transform
+    def _negligible_components(self):
+        """Mask of the components whose singular value is rounding error, not signal.
+
+        Relative to the largest singular value and, for a centred kernel, to the part the
+        centring removed (norm >= ``sqrt(N) |column_means_|``): when ``G`` is constant (an
+        all-zero ``A``) the centred matrix is pure rounding error of that part, and dividing
+        by its "singular values" would amplify noise into features.
+        """
+        s = self.singular_values_
+        n_rows, n_cols = self.left_features_.shape[0], self.right_features_.shape[0]
+        scale = float(s.max(initial=0.0))
+        if self.column_means_ is not None:
+            scale = max(scale, np.sqrt(n_rows) * float(np.linalg.norm(self.column_means_)))
+        return s <= max(n_rows, n_cols) * np.finfo(np.float64).eps * scale
+
     def transform(self, A):
         """Embed new rows by the out-of-sample extension (eq. 9 of the paper).
 
@@ -303,6 +364,7 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         features : ndarray of shape (n, n_components)
         """
         check_is_fitted(self, "left_features_")
+        _reject_masked(A, "A")
         A = validate_data(self, A, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
         X = A if self.row_map_ is None else A @ self.row_map_
         if sp.issparse(X) and not sp.issparse(self.column_data_):
@@ -310,7 +372,7 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         n_cols = self.right_features_.shape[0]
         s = self.singular_values_
         # numerically zero singular values carry no direction to extend: their features are 0
-        tiny = s <= max(self.right_features_.shape[0], 1) * np.finfo(np.float64).eps * s.max()
+        tiny = self._negligible_components()
         proj = self.right_features_ / np.where(tiny, 1.0, s)
         proj[:, tiny] = 0.0
         out = np.empty((A.shape[0], proj.shape[1]), dtype=np.result_type(proj.dtype, A.dtype))

@@ -1,16 +1,34 @@
-"""Formatting of result tables for the terminal, and JSON/CSV writers."""
+"""Formatting of result tables for the terminal, JSON/CSV writers and progress bars.
+
+Result files are written atomically (a temporary file in the same directory, then
+``os.replace``): an interrupted or failed write never leaves a truncated file behind, and a
+reader never sees a half-written one. :func:`check_out_dir` checks an output directory before
+any work is done, so a bad ``--out`` costs nothing.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import math
 import os
 import platform
 import sys
+import tempfile
+import textwrap
 from pathlib import Path
 
 import numpy as np
+
+__all__ = [
+    "format_table", "wrap_note", "write_json", "write_csv", "atomic_path", "check_out_dir",
+    "progress_bar", "machine_info",
+]
+
+#: terminal width the tables and notes are laid out for
+TEXT_WIDTH = 100
 
 
 def _fmt(value, precision):
@@ -27,7 +45,7 @@ def _fmt(value, precision):
     return str(value)
 
 
-def format_table(rows, columns=None, *, precision=3, title=None):
+def format_table(rows, columns=None, *, precision=3, title=None, groups=None):
     """Format a list of dicts as an aligned plain-text table.
 
     Parameters
@@ -39,20 +57,44 @@ def format_table(rows, columns=None, *, precision=3, title=None):
         Digits after the decimal point for floats.
     title : str, optional
         A line printed above the table.
+    groups : list of (str, list of dict), optional
+        Row groups, each shown under its label line, after ``rows``; the columns are aligned
+        across all groups.
     """
     rows = list(rows)
+    groups = [(label, list(g)) for label, g in (groups or [])]
     if columns is None:
-        columns = list(rows[0]) if rows else []
+        first = rows or next((g for _, g in groups if g), [])
+        columns = list(first[0]) if first else []
     pairs = [(c, c) if isinstance(c, str) else tuple(c) for c in columns]
-    cells = [[header for _, header in pairs]]
-    cells += [[_fmt(row.get(key), precision) for key, _ in pairs] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(pairs))]
+
+    def cells_of(rs):
+        return [[_fmt(row.get(key), precision) for key, _ in pairs] for row in rs]
+
+    header = [header for _, header in pairs]
+    body = [(None, cells_of(rows))] + [(label, cells_of(g)) for label, g in groups]
+    every = [header] + [c for _, cs in body for c in cs]
+    widths = [max(len(r[i]) for r in every) for i in range(len(pairs))]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
+
     lines = [title] if title else []
-    for k, r in enumerate(cells):
-        lines.append("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines += [line(header), "  ".join("-" * w for w in widths)]
+    for label, cs in body:
+        if label is not None:
+            lines.append(label)
+        lines += [line(c) for c in cs]
     return "\n".join(lines)
+
+
+def wrap_note(text, width=TEXT_WIDTH, indent=""):
+    """Wrap a note (one paragraph per line of ``text``) to ``width`` characters."""
+    return "\n".join(
+        textwrap.fill(par, width=width, initial_indent=indent,
+                      subsequent_indent=indent + "  ") if par else ""
+        for par in text.split("\n")
+    )
 
 
 def _jsonable(obj):
@@ -69,34 +111,120 @@ def _jsonable(obj):
     return obj
 
 
-def write_json(path, payload):
-    """Write ``payload`` (dicts, lists, numpy scalars/arrays) as indented JSON."""
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; on success move it onto ``path`` atomically.
+
+    The temporary file lives in the same directory (``os.replace`` is atomic only within one
+    file system). If the body raises, the temporary file is removed and ``path`` keeps its
+    previous content.
+
+    Examples
+    --------
+    >>> with atomic_path("results/figure.png") as tmp:   # doctest: +SKIP
+    ...     fig.savefig(tmp, format="png")
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable(payload), indent=2))
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_text(path, text):
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
     return path
 
 
+def write_json(path, payload):
+    """Write ``payload`` (dicts, lists, numpy scalars/arrays) as indented JSON, atomically."""
+    return _write_text(path, json.dumps(_jsonable(payload), indent=2))
+
+
 def write_csv(path, rows, columns=None):
-    """Write a list of dicts as CSV (nested values are JSON-encoded)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write a list of dicts as CSV (nested values are JSON-encoded), atomically."""
     rows = list(rows)
     if columns is None:
         columns = []
         for row in rows:
             columns += [k for k in row if k not in columns]
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(
-                {
-                    k: json.dumps(_jsonable(v)) if isinstance(v, (dict, list, tuple)) else v
-                    for k, v in row.items()
-                }
-            )
+    buf = io.StringIO(newline="")
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(
+            {
+                k: json.dumps(_jsonable(v)) if isinstance(v, (dict, list, tuple)) else v
+                for k, v in row.items()
+            }
+        )
+    return _write_text(path, buf.getvalue())
+
+
+def check_out_dir(out, name="out"):
+    """Check, before any work, that result files can be written under ``out``.
+
+    Creates the directory (and its parents) and writes and removes a probe file in it, so
+    that every reason a later write could fail (a path under a file, no permission, a
+    read-only file system) is found now.
+
+    Parameters
+    ----------
+    out : str or Path
+        The output directory. The empty string is refused: it would silently mean the
+        current directory.
+    name : str, default="out"
+        How the caller names the argument in the error message (e.g. ``"--out"``).
+
+    Returns
+    -------
+    Path
+        ``out`` as a Path.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` and the reason, when ``out`` is empty or not writable.
+    """
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path, got {type(out).__name__}")
+    if str(out).strip() == "":
+        raise ValueError(f"{name} must name a directory, got an empty string (use '.' for the "
+                         f"current directory)")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name}={str(out)!r} exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(prefix=".write-probe.", dir=path):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ValueError(f"{name}={str(out)!r} is not a writable directory ({reason})") from None
     return path
+
+
+def progress_bar(iterable=None, *, total=None, desc=None, enabled=True, unit="it"):
+    """A tqdm bar (on stderr) that shows counts and elapsed time, never an ETA or a rate.
+
+    The first steps of a race compile Numba code and build kernels, so tqdm's rate (and the
+    ETA derived from it) is wrong by orders of magnitude early on (an ETA of 19:20 for a
+    two-minute run); after that, steps differ in cost by 100x. Counts and elapsed time are
+    what the bar can say truthfully.
+    """
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, unit=unit, disable=not enabled, leave=False,
+                bar_format=("{desc}: {percentage:3.0f}%|{bar:16}| {n_fmt}/{total_fmt} {unit} "
+                            "[{elapsed} elapsed]{postfix}"))
 
 
 def machine_info():

@@ -1,4 +1,4 @@
-"""Top-r singular triplets of a matrix, by four interchangeable solvers behind one interface.
+"""Top-r singular triplets of a matrix, by six interchangeable solvers behind one interface.
 
 >>> import numpy as np
 >>> import solvers
@@ -11,7 +11,12 @@ The package is pure numerics and never imports ``ksvd_bench``: a solver does not
 ``G`` came from. ``G`` may be a numpy array, a scipy sparse matrix, a
 :class:`~scipy.sparse.linalg.LinearOperator` (``tsvd`` and ``rsvd`` only use products; the
 Nyström methods read rows/columns, which a LinearOperator answers with products with unit
-vectors) or any matrix source (see :mod:`solvers._source`).
+vectors) or any matrix source (see :mod:`solvers._source`). ``G`` must be real: complex
+input raises ``ValueError`` (see :func:`svd`).
+
+Every answer reports its cost in ``info["n_passes"]``, whole passes over ``G``: a product
+with ``G`` or ``G.T`` (any width) or a two-sided ``sketch`` counts 1, and entries read by
+the Nyström methods count ``entries / (N * M)``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from ._source import (
     source_to_dense,
 )
 from ._validation import METHODS, OPTIONS, check_method_options
+from .generalized_nystrom import generalized_nystrom
+from .krylov import block_krylov
 from .nystrom import asym_nystrom, sym_nystrom
 from .rsvd import randomized_range_finder, rsvd
 from .tsvd import tsvd
@@ -37,6 +44,8 @@ __all__ = [
     "svd",
     "tsvd",
     "rsvd",
+    "block_krylov",
+    "generalized_nystrom",
     "sym_nystrom",
     "asym_nystrom",
     "randomized_range_finder",
@@ -51,6 +60,8 @@ __all__ = [
 _FUNCTIONS = {
     "tsvd": tsvd,
     "rsvd": rsvd,
+    "block_krylov": block_krylov,
+    "generalized_nystrom": generalized_nystrom,
     "sym_nystrom": sym_nystrom,
     "asym_nystrom": asym_nystrom,
 }
@@ -62,16 +73,25 @@ def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
     Parameters
     ----------
     G : ndarray, sparse matrix, LinearOperator or matrix source of shape (N, M)
+        Real entries (bool, integer or floating dtype; computed in float64, or float32 for
+        float32 input). Complex G is not supported: it raises ``ValueError`` rather than
+        being reduced to its real part. For the SVD of a complex ``G`` use the real matrix
+        ``[[G.real, -G.imag], [G.imag, G.real]]``, whose singular values are those of G,
+        each twice, or :func:`scipy.sparse.linalg.svds`.
     rank : int
         Number of triplets, ``1 <= rank <= min(N, M)`` (and further limits per method).
-    method : {"tsvd", "rsvd", "sym_nystrom", "asym_nystrom"}
-        See :func:`tsvd`, :func:`rsvd`, :func:`sym_nystrom`, :func:`asym_nystrom`.
+    method : {"tsvd", "rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom", \
+"asym_nystrom"}
+        See :func:`tsvd`, :func:`rsvd`, :func:`block_krylov`, :func:`generalized_nystrom`,
+        :func:`sym_nystrom`, :func:`asym_nystrom`.
     random_state : None, int or numpy.random.Generator, default=None
         Turned into a Generator once; the same seed gives the same answer.
     **options
         Options of the chosen method (``solvers.OPTIONS[method]`` lists them):
         tsvd: ``backend``, ``tol``, ``maxiter``, ``ncv``;
         rsvd: ``n_oversamples``, ``n_iter``, ``power_iteration_normalizer``;
+        block_krylov: ``n_oversamples``, ``n_iter``;
+        generalized_nystrom: ``n_oversamples``, ``left_factor``, ``rcond``;
         sym_nystrom: ``n_samples`` (required), ``sampling``, ``orthogonalize``, ``core``;
         asym_nystrom: ``n_samples`` (required unless ``col_indices``), ``n_rows``,
         ``sampling``, ``row_indices``, ``col_indices``, ``orthogonalize``, ``core``.
@@ -79,15 +99,36 @@ def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
     Returns
     -------
     SVDResult
-        ``U`` (N x rank), ``s`` (rank,) descending, ``V`` (M x rank) and ``info``.
+        ``U`` (N x rank), ``s`` (rank,) descending, ``V`` (M x rank) and ``info``
+        (``method``, ``effort``, ``n_matvec``, ``n_block_entries``, ``n_products``,
+        ``n_passes``, ``seconds`` and method-specific keys; see :class:`SVDResult`).
 
     Raises
     ------
     ValueError
-        Unknown method, out-of-range rank or sizes, non-finite entries, unknown choices.
+        Unknown method, out-of-range rank or sizes, non-finite entries, unknown choices,
+        complex ``G``, a masked array with masked entries, or a matrix source whose
+        products or blocks come back with the wrong shape.
     TypeError
         An option that the method does not take (the message names the method it belongs
-        to), a missing required option, or an argument of the wrong type.
+        to), a missing required option, an argument of the wrong type (``tol=[]``,
+        ``rank=2.0``, ...), or a ``G`` that does not hold numbers (object or string dtype).
+
+    Notes
+    -----
+    Cost in passes over G (``info["n_passes"]``) for a rank-r call:
+
+    ===================  =====================================================
+    tsvd                 one per ARPACK/PROPACK/LOBPCG product (often hundreds)
+    rsvd                 ``2 n_iter + 2``
+    block_krylov         ``2 n_iter + 1``
+    generalized_nystrom  1 through ``sketch`` (the adapters' sketch makes two products,
+                         counted as one pass: a lazy source's reads G once), else 2
+    sym_nystrom          ``3 + (n M + N n) / (N M)``: 3 products, n rows and n columns
+    asym_nystrom         ``(n M + N m) / (N M)``: a fraction of one pass
+    ===================  =====================================================
+
+    Norm sampling adds a pass where the source cannot report its row/column norms.
     """
     check_method_options(method, options)
     return _FUNCTIONS[method](G, rank, random_state=random_state, **options)

@@ -26,7 +26,10 @@ class SVDResult:
         ``"method"`` (str), ``"effort"`` (int, the method's effort parameter),
         ``"n_matvec"`` (int, number of vectors multiplied by ``G`` or ``G.T``),
         ``"n_block_entries"`` (int, entries of ``G`` read through ``rows``/``cols``/``block``),
-        ``"seconds"`` (float, wall time of the call) and method-specific keys.
+        ``"n_products"`` (int, calls of ``matmat``/``rmatmat``/``sketch``: each reads all of
+        ``G`` once, whatever its width), ``"n_passes"`` (float, ``n_products +
+        n_block_entries / (N * M)``: the cost in whole passes over ``G``, comparable across
+        methods), ``"seconds"`` (float, wall time of the call) and method-specific keys.
 
     Notes
     -----
@@ -44,6 +47,18 @@ class SVDResult:
     def rank(self) -> int:
         """Number of triplets."""
         return int(self.s.shape[0])
+
+    def __repr__(self) -> str:
+        # Short on purpose: the arrays can have millions of entries.
+        head = [f"{v:.5g}" for v in np.asarray(self.s[:5], dtype=float)]
+        if self.rank > 5:
+            head.append("...")
+        parts = [f"U={self.U.shape}", f"s=[{', '.join(head)}]", f"V={self.V.shape}"]
+        for key, fmt in (("method", "{!r}"), ("effort", "{}"), ("n_passes", "{:.4g}"),
+                         ("seconds", "{:.3g}")):
+            if key in self.info:
+                parts.append(f"{key}=" + fmt.format(self.info[key]))
+        return f"SVDResult({', '.join(parts)})"
 
     def __iter__(self):
         # Lets ``U, s, V = solvers.svd(...)`` work like ``np.linalg.svd`` (with V, not V^T).
@@ -65,7 +80,8 @@ def fix_signs(U, V):
 def finish(U, s, V, *, method, effort, tracker, t0, dtype, **extra):
     """Order triplets by decreasing ``s``, apply the sign convention, cast, and build info.
 
-    ``tracker`` is the counting wrapper the method used (see ``_validation.Tracked``);
+    ``tracker`` is the counting wrapper the method used (see ``_validation.Tracked``): every
+    method's counters, ``n_passes`` included, come from it, so they are computed one way.
     ``t0`` is the ``time.perf_counter()`` value taken when the call started.
     """
     order = np.argsort(-np.asarray(s), kind="stable")
@@ -78,6 +94,8 @@ def finish(U, s, V, *, method, effort, tracker, t0, dtype, **extra):
         "effort": int(effort),
         "n_matvec": int(tracker.n_matvec),
         "n_block_entries": int(tracker.n_block_entries),
+        "n_products": int(tracker.n_products),
+        "n_passes": float(tracker.n_passes),
         "seconds": time.perf_counter() - t0,
     }
     info.update(extra)

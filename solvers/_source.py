@@ -3,7 +3,7 @@
 A solver never knows where ``G`` came from. It asks a *matrix source* for what it needs:
 
 ========================  =====================================================
-``shape``, ``dtype``      the size ``(N, M)`` and the floating dtype of ``G``
+``shape``, ``dtype``      the size ``(N, M)`` and the (real) floating dtype of ``G``
 ``rows(idx)``             ``G[idx, :]`` as a dense ``(len(idx), M)`` array
 ``cols(idx)``             ``G[:, idx]`` as a dense ``(N, len(idx))`` array
 ``block(ridx, cidx)``     ``G[np.ix_(ridx, cidx)]`` as a dense array
@@ -13,9 +13,31 @@ A solver never knows where ``G`` came from. It asks a *matrix source* for what i
 
 Numpy arrays, scipy sparse matrices/arrays and :class:`scipy.sparse.linalg.LinearOperator`
 are adapted by :func:`as_source`; any other object that has the six members above is used
-as it is (``ksvd_bench.kernels.KernelSource`` is one). Optional members: ``dense()`` (the
-whole matrix) and ``row_norms_sq()``/``col_norms_sq()`` (squared row/column norms, used by
-norm sampling in the Nyström solvers; the dense and sparse adapters provide them).
+as it is (``ksvd_bench.kernels.KernelSource`` is one).
+
+Optional members, used when present:
+
+========================  =====================================================
+``sketch(Omega, Psi)``    ``(G @ Omega, G.T @ Psi)``; a lazy source should compute both
+                          from ONE pass over ``G`` (``generalized_nystrom`` then reads
+                          ``G`` once); the adapters here compute two products
+``norm_bound()``          a cheap upper bound on the spectral norm ``||G||_2`` (e.g. the
+                          Frobenius norm); solvers use it to reject impossible estimates
+``dense()``               the whole matrix as a dense array
+``row_norms_sq()``        squared row norms, shape ``(N,)`` (norm sampling in the
+``col_norms_sq()``        Nyström solvers); squared column norms, shape ``(M,)``
+``exact_svd(rank, ...)``  the source's own exact top-``rank`` SVD (``U, s, V``, optionally
+                          with an ``info`` dict); ``tsvd`` with ``backend="arpack"`` uses it
+                          (``StructuredKernelSource`` solves on an exact compression of G)
+========================  =====================================================
+
+The dense and sparse adapters provide all of them (``norm_bound`` is the Frobenius norm,
+computed once); the LinearOperator adapter provides ``sketch`` and ``dense`` only.
+
+``G`` must be real: complex input is rejected with a ``ValueError`` (the solvers work in
+real arithmetic and would otherwise drop the imaginary part), and arrays whose dtype is not
+boolean, integer or real floating (object, strings, ...) with a ``TypeError``. A masked array
+with masked entries is rejected too: its mask cannot be honoured.
 """
 
 from __future__ import annotations
@@ -33,6 +55,7 @@ __all__ = [
     "OperatorSource",
     "as_source",
     "source_to_dense",
+    "check_real_dtype",
 ]
 
 _MEMBERS = ("shape", "dtype", "rows", "cols", "block", "matmat", "rmatmat")
@@ -73,21 +96,62 @@ def check_index(idx, n, name):
     return idx
 
 
-def _float_dtype(dtype):
+def check_real_dtype(dtype, name="G"):
+    """Raise unless ``dtype`` holds real numbers (bool, integer or real floating).
+
+    Complex dtypes raise ``ValueError`` (the solvers compute in real arithmetic: they would
+    silently drop the imaginary part); anything else that is not a number (object, strings,
+    dates) raises ``TypeError``. The messages name the argument as ``name``.
+    """
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        raise ValueError(
+            f"complex {name} is not supported (got dtype {dtype}): the solvers compute in real "
+            f"arithmetic. Use the real and imaginary parts, e.g. the real matrix "
+            f"[[{name}.real, -{name}.imag], [{name}.imag, {name}.real]] has the singular values "
+            f"of {name}, each twice; or use scipy.sparse.linalg.svds"
+        )
+    if dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must hold real numbers (a bool, integer or floating dtype), got dtype {dtype}"
+        )
+    return dtype
+
+
+def _float_dtype(dtype):
+    dtype = check_real_dtype(dtype)
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+
+
+def _as_plain_array(G):
+    """``G`` as an ndarray, refusing masks that would be ignored and non-numeric data."""
+    if isinstance(G, np.ma.MaskedArray):
+        n_masked = int(np.ma.count_masked(G))
+        if n_masked:
+            raise ValueError(
+                f"G is a masked array with {n_masked} masked entries; the solvers cannot "
+                "honour a mask: fill the masked entries first (G.filled(value)) or pass G.data"
+            )
+        G = np.ma.getdata(G)
+    try:
+        G = np.asarray(G)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"G could not be converted to a 2-d numeric array: {exc}") from None
+    check_real_dtype(G.dtype)
+    return G
 
 
 class DenseSource:
     """Matrix source over a dense 2-d numpy array (no copy for float32/float64 input)."""
 
     def __init__(self, G):
-        G = np.asarray(G)
+        G = _as_plain_array(G)
         if G.ndim != 2:
             raise ValueError(f"G must be 2-d, got ndim={G.ndim}")
         self.G = G.astype(_float_dtype(G.dtype), copy=False)
         self.shape = self.G.shape
         self.dtype = self.G.dtype
+        self._norm_bound = None
 
     def rows(self, idx):
         return self.G[check_index(idx, self.shape[0], "row indices")]
@@ -106,6 +170,18 @@ class DenseSource:
     def rmatmat(self, Y):
         return self.G.T @ Y
 
+    def sketch(self, Omega, Psi):
+        """``(G @ Omega, G.T @ Psi)`` (two BLAS products: the array is already in memory)."""
+        return self.G @ Omega, self.G.T @ Psi
+
+    def norm_bound(self):
+        """The Frobenius norm, an upper bound on ``||G||_2`` (computed once)."""
+        if self._norm_bound is None:
+            # Accumulated in float64: a float32 sum could round below the true norm.
+            self._norm_bound = float(np.sqrt(np.einsum("ij,ij->", self.G, self.G,
+                                                       dtype=np.float64)))
+        return self._norm_bound
+
     def dense(self):
         return self.G
 
@@ -122,11 +198,13 @@ class SparseSource:
     """Matrix source over a scipy sparse matrix or array (kept in CSR and CSC)."""
 
     def __init__(self, G):
+        check_real_dtype(G.dtype)
         G = sp.csr_matrix(G)
         self.csr = G.astype(_float_dtype(G.dtype), copy=False)
         self.csc = self.csr.tocsc()
         self.shape = self.csr.shape
         self.dtype = self.csr.dtype
+        self._norm_bound = None
 
     def rows(self, idx):
         return self.csr[check_index(idx, self.shape[0], "row indices")].toarray()
@@ -144,6 +222,16 @@ class SparseSource:
 
     def rmatmat(self, Y):
         return np.asarray(self.csc.T @ Y)
+
+    def sketch(self, Omega, Psi):
+        """``(G @ Omega, G.T @ Psi)`` (two sparse products)."""
+        return self.matmat(Omega), self.rmatmat(Psi)
+
+    def norm_bound(self):
+        """The Frobenius norm, an upper bound on ``||G||_2`` (computed once)."""
+        if self._norm_bound is None:
+            self._norm_bound = float(np.linalg.norm(self.csr.data.astype(np.float64)))
+        return self._norm_bound
 
     def dense(self):
         return self.csr.toarray()
@@ -192,6 +280,10 @@ class OperatorSource:
     def rmatmat(self, Y):
         return np.asarray(self.op.rmatmat(Y))
 
+    def sketch(self, Omega, Psi):
+        """``(G @ Omega, G.T @ Psi)`` by two operator products."""
+        return self.matmat(Omega), self.rmatmat(Psi)
+
     def dense(self):
         return self.cols(np.arange(self.shape[1]))
 
@@ -217,9 +309,10 @@ def as_source(G) -> MatrixSource:
     if isinstance(G, np.ndarray):
         return DenseSource(G)
     if all(hasattr(G, name) for name in _MEMBERS):
+        check_real_dtype(G.dtype)
         return G
     if isinstance(G, (list, tuple)):
-        return DenseSource(np.asarray(G))
+        return DenseSource(G)
     raise TypeError(
         "G must be a numpy array, a scipy sparse matrix, a LinearOperator or an object with "
         f"{', '.join(_MEMBERS)}; got {type(G).__name__}"

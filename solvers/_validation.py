@@ -12,16 +12,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._source import DenseSource, SparseSource, as_source
+from ._source import DenseSource, SparseSource, as_source, check_real_dtype
 
 __all__ = ["METHODS", "OPTIONS", "check_args", "check_method_options", "Tracked"]
 
-METHODS = ("tsvd", "rsvd", "sym_nystrom", "asym_nystrom")
+METHODS = (
+    "tsvd",
+    "rsvd",
+    "block_krylov",
+    "generalized_nystrom",
+    "sym_nystrom",
+    "asym_nystrom",
+)
 
 #: Options each method accepts through ``solvers.svd(..., **options)``.
 OPTIONS = {
     "tsvd": ("backend", "tol", "maxiter", "ncv"),
     "rsvd": ("n_oversamples", "n_iter", "power_iteration_normalizer"),
+    "block_krylov": ("n_oversamples", "n_iter"),
+    "generalized_nystrom": ("n_oversamples", "left_factor", "rcond"),
     "sym_nystrom": ("n_samples", "sampling", "orthogonalize", "core"),
     "asym_nystrom": (
         "n_samples",
@@ -38,15 +47,32 @@ BACKENDS = ("arpack", "propack", "lobpcg")
 SAMPLINGS = ("uniform", "norm")
 CORES = ("rank", "full")
 NORMALIZERS = ("auto", "QR", "LU", "none")
+_OPTIONAL_MEMBERS = ("sketch", "dense", "norm_bound", "row_norms_sq", "col_norms_sq")
 
 
 class Tracked:
-    """Wrap a matrix source to count what a solver reads and to check it for non-finite values.
+    """Wrap a matrix source to count what a solver reads and to check what it returns.
 
-    ``n_matvec`` counts vectors multiplied (a ``matmat`` with k columns counts k);
-    ``n_block_entries`` counts entries of ``G`` returned by ``rows``, ``cols`` and ``block``.
-    With ``check_finite=True`` (lazy sources, whose entries were not checked up front) every
-    returned array is checked, which costs one pass over data the solver reads anyway.
+    Counters:
+
+    * ``n_matvec``: vectors multiplied (a ``matmat`` with k columns counts k; a ``sketch``
+      counts the columns of both operands);
+    * ``n_products``: calls of ``matmat``, ``rmatmat`` and ``sketch``; each is one pass over
+      ``G``, whatever its width (a one-vector product too: it reads all of ``G``);
+    * ``n_block_entries``: entries of ``G`` returned by ``rows``, ``cols``, ``block`` and
+      ``dense``;
+    * ``n_passes`` (property): ``n_products + n_block_entries / (N * M)``, the cost in whole
+      passes over ``G``, the one currency in which every method's reads compare.
+
+    Every returned array is checked for its shape and for real numbers (a custom source that
+    answers with the wrong shape fails here, with a message naming the member, rather than
+    giving a wrong-sized answer later). With ``check_finite=True`` (lazy sources, whose
+    entries were not checked up front) it is checked for NaN and inf too, which costs one
+    pass over data the solver reads anyway.
+
+    The optional protocol members ``sketch``, ``norm_bound``, ``dense``, ``row_norms_sq`` and
+    ``col_norms_sq`` exist on the wrapper exactly when the wrapped source has them, so
+    ``hasattr(tracked, "sketch")`` tells whether a one-pass sketch is available.
     """
 
     def __init__(self, source, check_finite):
@@ -55,33 +81,83 @@ class Tracked:
         self.dtype = np.dtype(source.dtype)
         self.check_finite = check_finite
         self.n_matvec = 0
+        self.n_products = 0
         self.n_block_entries = 0
+        for name in _OPTIONAL_MEMBERS:
+            if hasattr(source, name):
+                setattr(self, name, getattr(self, "_" + name))
 
-    def _checked(self, out, what):
+    @property
+    def n_passes(self):
+        """Products plus entries read divided by ``N * M`` (see the class docstring)."""
+        N, M = self.shape
+        return self.n_products + self.n_block_entries / (N * M)
+
+    def _checked(self, out, what, shape):
         out = np.asarray(out)
+        if out.dtype.kind not in "biuf":
+            if out.dtype.kind == "c":
+                raise ValueError(f"G.{what} returned complex values; complex G is not supported")
+            raise TypeError(f"G.{what} must return real numbers, got dtype {out.dtype}")
+        if out.shape != shape:
+            raise ValueError(
+                f"G.{what} returned an array of shape {out.shape}, expected {shape} "
+                f"(G has shape {self.shape})"
+            )
         if self.check_finite and not np.isfinite(out).all():
             raise ValueError(f"G must contain only finite values; {what} returned NaN or inf")
         return out
 
     def rows(self, idx):
-        self.n_block_entries += len(idx) * self.shape[1]
-        return self._checked(self.source.rows(idx), "rows(idx)")
+        n = len(idx)
+        self.n_block_entries += n * self.shape[1]
+        return self._checked(self.source.rows(idx), "rows(idx)", (n, self.shape[1]))
 
     def cols(self, idx):
-        self.n_block_entries += len(idx) * self.shape[0]
-        return self._checked(self.source.cols(idx), "cols(idx)")
+        n = len(idx)
+        self.n_block_entries += n * self.shape[0]
+        return self._checked(self.source.cols(idx), "cols(idx)", (self.shape[0], n))
 
     def block(self, ridx, cidx):
-        self.n_block_entries += len(ridx) * len(cidx)
-        return self._checked(self.source.block(ridx, cidx), "block(ridx, cidx)")
+        shape = (len(ridx), len(cidx))
+        self.n_block_entries += shape[0] * shape[1]
+        return self._checked(self.source.block(ridx, cidx), "block(ridx, cidx)", shape)
 
     def matmat(self, X):
         self.n_matvec += X.shape[1]
-        return self._checked(self.source.matmat(X), "matmat(X)")
+        self.n_products += 1
+        return self._checked(self.source.matmat(X), "matmat(X)", (self.shape[0], X.shape[1]))
 
     def rmatmat(self, Y):
         self.n_matvec += Y.shape[1]
-        return self._checked(self.source.rmatmat(Y), "rmatmat(Y)")
+        self.n_products += 1
+        return self._checked(self.source.rmatmat(Y), "rmatmat(Y)", (self.shape[1], Y.shape[1]))
+
+    # Optional members: bound to the public names in __init__ only when the source has them.
+
+    def _sketch(self, Omega, Psi):
+        self.n_matvec += Omega.shape[1] + Psi.shape[1]
+        self.n_products += 1
+        left, right = self.source.sketch(Omega, Psi)
+        left = self._checked(left, "sketch(Omega, Psi)[0]", (self.shape[0], Omega.shape[1]))
+        right = self._checked(right, "sketch(Omega, Psi)[1]", (self.shape[1], Psi.shape[1]))
+        return left, right
+
+    def _dense(self):
+        self.n_block_entries += self.shape[0] * self.shape[1]
+        return self._checked(self.source.dense(), "dense()", self.shape)
+
+    def _norm_bound(self):
+        bound = float(self.source.norm_bound())
+        if not (np.isfinite(bound) and bound >= 0):
+            raise ValueError(f"G.norm_bound() must be a finite number >= 0, got {bound!r}")
+        return bound
+
+    def _row_norms_sq(self):
+        return self._checked(self.source.row_norms_sq(), "row_norms_sq()", self.shape[:1])
+
+    def _col_norms_sq(self):
+        return self._checked(self.source.col_norms_sq(), "col_norms_sq()", self.shape[1:])
 
 
 @dataclass
@@ -109,6 +185,18 @@ def _check_int(name, value, low, high=None, *, high_text=None):
         raise ValueError(
             f"{name} must satisfy {low} <= {name} <= {high_text or high}, got {name}={value}"
         )
+    return value
+
+
+def _check_real(name, value, low, high=None, *, high_open=False):
+    """A finite real ``low <= value`` (``< high`` or ``<= high``) as a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    above = high is not None and (value >= high if high_open else value > high)
+    if not np.isfinite(value) or value < low or above:
+        upper = "" if high is None else (f" and < {high}" if high_open else f" and <= {high}")
+        raise ValueError(f"{name} must be a finite number >= {low}{upper}, got {name}={value!r}")
     return value
 
 
@@ -206,6 +294,7 @@ def check_args(method, G, rank, random_state, **options):
     """
     check_method_options(method, options)
     source = as_source(G)
+    check_real_dtype(source.dtype)
     shape = tuple(source.shape)
     if len(shape) != 2 or min(shape) < 1:
         raise ValueError(f"G must be a non-empty 2-d matrix, got shape {shape}")
@@ -218,10 +307,7 @@ def check_args(method, G, rank, random_state, **options):
 
     if method == "tsvd":
         opts["backend"] = backend = _check_choice("backend", opts["backend"], BACKENDS)
-        tol = opts["tol"]
-        if not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
-            raise ValueError(f"tol must be a finite non-negative number, got {tol!r}")
-        opts["tol"] = float(tol)
+        opts["tol"] = _check_real("tol", opts["tol"], 0.0)
         if opts["maxiter"] is not None:
             opts["maxiter"] = _check_int("maxiter", opts["maxiter"], 1)
         if backend != "propack" and rank >= kmax:
@@ -251,6 +337,16 @@ def check_args(method, G, rank, random_state, **options):
         if norm == "auto":
             norm = "none" if opts["n_iter"] <= 2 else "LU"
         opts["power_iteration_normalizer"] = norm
+
+    elif method == "block_krylov":
+        opts["n_oversamples"] = _check_int("n_oversamples", opts["n_oversamples"], 0)
+        opts["n_iter"] = _check_int("n_iter", opts["n_iter"], 0)
+
+    elif method == "generalized_nystrom":
+        opts["n_oversamples"] = _check_int("n_oversamples", opts["n_oversamples"], 0)
+        opts["left_factor"] = _check_real("left_factor", opts["left_factor"], 1.0)
+        if opts["rcond"] is not None:
+            opts["rcond"] = _check_real("rcond", opts["rcond"], 0.0, 1.0, high_open=True)
 
     elif method in ("sym_nystrom", "asym_nystrom"):
         opts["sampling"] = _check_choice("sampling", opts["sampling"], SAMPLINGS)

@@ -3,12 +3,17 @@
 ``sym_nystrom`` applies the classic Nyström eigen-approximation (Williams & Seeger 2001) to the
 two Gram matrices ``G G^T`` and ``G^T G``. ``asym_nystrom`` is the asymmetric Nyström method of
 Tao et al. (2023): it reads only a sample of rows and columns of ``G`` itself.
+
+Both guard their answer against the failure every Nyström method shares, an inverted core that
+amplifies what the sample did not see: no singular value comes back above a bound on ``||G||``
+without a ``RuntimeWarning`` (see "Stability" in :func:`asym_nystrom`).
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
@@ -20,6 +25,11 @@ from ._validation import check_args
 __all__ = ["sym_nystrom", "asym_nystrom"]
 
 _NORM_CHUNK_ENTRIES = 1 << 22  # entries per streamed block when norms must be computed
+
+_ADVICE = (
+    "sample more rows/columns (n_samples, n_rows), try sampling='norm', or use a method that "
+    "multiplies by G ('rsvd', 'tsvd')"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,6 +154,85 @@ def _finish(U, s, V, method, src, t0, dtype, opts, sizes, ridx, cidx, extra, num
 
 
 # ---------------------------------------------------------------------------------------------
+# the norm bound: what no estimate may exceed
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _NormBound:
+    """A value ``||G||_2`` cannot (``proven``) or should not exceed.
+
+    ``proven`` is True for the source's own ``norm_bound()``, an upper bound on ``||G||_2``;
+    False for :func:`_norm_bound`'s sample estimate of ``||G||_F``, which is not a bound.
+    """
+
+    value: float
+    proven: bool
+
+    def describe(self):
+        if self.proven:
+            return f"the bound {self.value:.3g} on ||G||_2 (G.norm_bound())"
+        return f"the sample's estimate {self.value:.3g} of ||G||_F (G has no norm_bound())"
+
+
+def _norm_bound(src, R, C):
+    """The source's ``norm_bound()``, or else an estimate of ``||G||_F`` from the sample.
+
+    ``R`` (n x M) holds sampled rows of ``G`` and ``C`` (N x m) sampled columns. Under uniform
+    sampling ``(N / n) ||R||_F^2`` and ``(M / m) ||C||_F^2`` are unbiased estimates of
+    ``||G||_F^2 >= ||G||_2^2``; the larger of the two is taken (norm sampling, which favours
+    heavy rows and columns, only makes it larger).
+    """
+    bound = getattr(src, "norm_bound", None)
+    if bound is not None:
+        return _NormBound(float(bound()), True)
+    N, M = src.shape
+    by_rows = np.sqrt(N / R.shape[0]) * np.linalg.norm(R.astype(np.float64, copy=False))
+    by_cols = np.sqrt(M / C.shape[1]) * np.linalg.norm(C.astype(np.float64, copy=False))
+    return _NormBound(float(max(by_rows, by_cols)), False)
+
+
+def _limit(bound, dtype):
+    """``bound.value`` plus a relative slack for the rounding in computed norms."""
+    return bound.value * (1 + np.sqrt(np.finfo(dtype).eps))
+
+
+def _enforce_bound(method, bound, dtype, orthogonalize, s, *others):
+    """Singular values above the bound: a warning, and clipped to a proven bound.
+
+    ``others`` are further estimates of the same values (``sym_nystrom``'s ``s_v``), treated
+    alike. The raw estimates (``orthogonalize=False``) are not clipped: they are the method's
+    textbook estimator, which the warning reports. Returns ``(s, *others)``.
+    """
+    values = (s, *others)
+    top = max(float(np.max(v, initial=0.0)) for v in values)
+    if not top > _limit(bound, dtype):
+        return values
+    clip = orthogonalize and bound.proven
+    if clip:
+        what = "clipped to the bound"
+    elif bound.proven:
+        what = "kept (orthogonalize=False returns the raw estimates unchanged)"
+    else:
+        what = "kept (the estimate is no bound)"
+    why = (
+        "an unstable core inversion: the inverted block amplifies the rows and columns outside "
+        "the sample" if orthogonalize else "the sampling factor extrapolates the sampled block "
+        "beyond what G holds"
+    )
+    warnings.warn(
+        f"{method}: estimated singular value {top:.3g} exceeds {bound.describe()}, so the "
+        f"Nyström estimate from this sample is unreliable ({why}); values above it {what}. "
+        f"To fix, {_ADVICE}",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    if clip:
+        values = tuple(np.minimum(v, bound.value) for v in values)
+    return values
+
+
+# ---------------------------------------------------------------------------------------------
 # classic (symmetric) Nyström on the Gram matrices
 # ---------------------------------------------------------------------------------------------
 
@@ -217,7 +306,10 @@ def sym_nystrom(
         ``s`` from the ``G G^T`` side: ``sqrt`` of its eigenvalue estimates.
         ``info["effort"]`` is ``n_samples``; ``info`` also has ``row_indices``,
         ``col_indices``, ``s_v`` (the estimates from the ``G^T G`` side), ``s_ritz``
-        (``u_i^T G v_i``) and ``numerical_rank``.
+        (``u_i^T G v_i``), ``numerical_rank`` and ``norm_bound`` (the source's bound on
+        ``||G||_2``, None without one). Values above the bound (or, without one, above the
+        sample's estimate of ``||G||_F``) come with a ``RuntimeWarning`` and, with
+        ``orthogonalize=True``, are clipped to a proven bound; see :func:`asym_nystrom`.
 
     Notes
     -----
@@ -249,38 +341,66 @@ def sym_nystrom(
     opts, rank, src, dtype, rng = chk.options, chk.rank, chk.source, chk.dtype, chk.rng
     N, M = src.shape
     n = opts["n_samples"]
-    rw = cw = None
-    if opts["sampling"] == "norm":
-        rw, cw = _squared_norms(src)
-    ridx = _sample(N, min(n, N), rw, rng)
-    cidx = _sample(M, min(n, M), cw, rng)
-
-    R = np.asarray(src.rows(ridx), dtype=dtype)  # G[ridx, :]
-    CU = np.asarray(src.matmat(np.ascontiguousarray(R.T)), dtype=dtype)  # (G G^T)[:, ridx]
-    Cc = np.asarray(src.cols(cidx), dtype=dtype)  # G[:, cidx]
-    CV = np.asarray(src.rmatmat(Cc), dtype=dtype)  # (G^T G)[:, cidx]
+    ridx, cidx = _draw_gram_sample(src, n, opts["sampling"], rng)
+    R, CU, Cc, CV = _read_gram_columns(src, ridx, cidx, dtype)
     how = (opts["orthogonalize"], opts["core"], dtype)
     U, lu, kept_u = _gram_nystrom(CU, ridx, N, rank, *how)
     V, lv, kept_v = _gram_nystrom(CV, cidx, M, rank, *how)
+    U, lu, V, lv, ritz = _pair_sides(src, U, lu, V, lv, dtype)
+    bound = _norm_bound(src, R, Cc)
+    s, s_v = _enforce_bound(
+        "sym_nystrom", bound, dtype, opts["orthogonalize"], np.sqrt(lu), np.sqrt(lv)
+    )
+    k = s.size
+    if k < rank:
+        U, s, V = _pad_triplets(U, s, V, rank, rng, "A sampled Gram block")
+        s_v, ritz = np.pad(s_v, (0, rank - k)), np.pad(ritz, (0, rank - k))
+    order = np.argsort(-s, kind="stable")  # the order finish() applies
+    extra = {"s_v": s_v[order], "s_ritz": np.abs(ritz)[order], "norm_bound": _info(bound)}
+    return _finish(
+        U, s, V, "sym_nystrom", src, t0, dtype, opts, {"n_samples": n}, ridx, cidx, extra,
+        min(kept_u, kept_v),
+    )
+
+
+def _draw_gram_sample(src, n, sampling, rng):
+    """Indices sampled from ``G G^T`` (rows of G) and ``G^T G`` (columns), each clipped."""
+    N, M = src.shape
+    rw = cw = None
+    if sampling == "norm":
+        rw, cw = _squared_norms(src)
+    return _sample(N, min(n, N), rw, rng), _sample(M, min(n, M), cw, rng)
+
+
+def _read_gram_columns(src, ridx, cidx, dtype):
+    """``R = G[ridx]``, ``(G G^T)[:, ridx]``, ``C = G[:, cidx]`` and ``(G^T G)[:, cidx]``."""
+    R = np.asarray(src.rows(ridx), dtype=dtype)
+    CU = np.asarray(src.matmat(np.ascontiguousarray(R.T)), dtype=dtype)
+    C = np.asarray(src.cols(cidx), dtype=dtype)
+    CV = np.asarray(src.rmatmat(C), dtype=dtype)
+    return R, CU, C, CV
+
+
+def _pair_sides(src, U, lu, V, lv, dtype):
+    """Match the two eigen-problems' vectors: u_i with the v_j maximising ``|u_i^T G v_j|``.
+
+    A maximum-weight assignment (robust when values are close); V is signed so that
+    ``u_i^T G v_i > 0``. Returns ``U, lu, V, lv`` cut to the shorter side and the Ritz values
+    ``u_i^T G v_i``.
+    """
     k = min(U.shape[1], V.shape[1])
     U, lu, V, lv = U[:, :k], lu[:k], V[:, :k], lv[:k]
-
-    # Pair the two eigen-problems: u_i should match the v_j maximising |u_i^T G v_j|.
     P = U.T @ np.asarray(src.matmat(V), dtype=dtype)
     rows_, perm = linear_sum_assignment(-np.abs(P))
     V, lv = V[:, perm], lv[perm]
     ritz = P[rows_, perm]
     sign = np.where(ritz < 0, -1, 1).astype(dtype)
-    V = V * sign
-    s = np.sqrt(lu)
-    if k < rank:
-        U, s, V = _pad_triplets(U, s, V, rank, rng, "A sampled Gram block")
-        lv, ritz = np.pad(lv, (0, rank - k)), np.pad(ritz, (0, rank - k))
-    order = np.argsort(-s, kind="stable")  # the order finish() applies
-    return _finish(
-        U, s, V, "sym_nystrom", src, t0, dtype, opts, {"n_samples": n}, ridx, cidx,
-        {"s_v": np.sqrt(lv)[order], "s_ritz": np.abs(ritz)[order]}, min(kept_u, kept_v),
-    )
+    return U, lu, V * sign, lv, ritz
+
+
+def _info(bound):
+    """``info["norm_bound"]``: the proven bound, or None when only an estimate was at hand."""
+    return bound.value if bound.proven else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,7 +457,8 @@ def asym_nystrom(
         ``info["effort"]`` is m; ``info`` also has ``n_rows``, ``n_samples``,
         ``row_indices``, ``col_indices``, ``scale`` (``sqrt(N M / (n m))``),
         ``block_singular_values``, ``numerical_rank`` (block singular values kept by the
-        floor), ``orthogonalize`` and ``core``.
+        floor), ``core_rank`` (block triplets inverted after the stability cut),
+        ``norm_bound``, ``orthogonalize`` and ``core``.
 
     Notes
     -----
@@ -348,7 +469,7 @@ def asym_nystrom(
         U_ext = C V_s S_s^-1,    V_ext = R^T U_s S_s^-1.
 
     Tiny block singular values (``<= s_max * max(n, m) * eps``, the ``pinv`` rule) are dropped
-    before inverting.
+    before inverting; so are unstable ones (see Stability).
 
     ``orthogonalize=False`` returns the paper's raw extension with unit-norm columns (not
     orthogonal in general) and singular values ``sqrt(N M / (n m)) * S_s``, the scaling that
@@ -373,7 +494,24 @@ def asym_nystrom(
     is typically far more accurate at the same sample size. On flat spectra it can be much
     worse: ``W^+`` amplifies the block's small singular values and ``C W^+ R`` may
     overestimate ``s`` badly (seen: 14 s_1 on a 300 x 200 SNE kernel of Gaussian data with
-    m = 100). It is not the paper's method.
+    m = 100, before the stability cut below). It is not the paper's method.
+
+    *Stability.* Block triplet i enters the Nyström approximation as the rank-one term
+    ``(C v_i)(R^T u_i)^T / s_i``. When the block sees little of G, a small ``s_i`` can pass
+    the ``pinv`` floor while ``C v_i`` and ``R^T u_i``, which reach the rows and columns
+    outside the sample, are not small: the term then blows up. (On a sparse graph's SNE kernel,
+    N = 300000 sampled at 400 rows and columns, the block's rounding error, larger than the
+    floor because centring cancels, left a triplet at 1.3e-13 of the largest; s_1 came out as
+    1.6e8 where the exact value is 2.0e-4.) The extension is therefore cut before the first
+    triplet after the top one whose term exceeds a bound on ``||G||_2``: an
+    epsilon-pseudo-inverse whose epsilon comes from the sample itself, announced by a
+    ``RuntimeWarning``. The bound is the source's ``norm_bound()`` when it has one, else the
+    sample's estimate ``max(sqrt(N / n) ||R||_F, sqrt(M / m) ||C||_F)`` of ``||G||_F``. Any
+    singular value still above it is reported by a ``RuntimeWarning`` too, and with
+    ``orthogonalize=True`` clipped to a proven bound (the raw estimates stay as the paper
+    defines them). A sample that spans G never triggers either: full-sample answers stay
+    exact. ``info["core_rank"]`` is the number of block triplets inverted and
+    ``info["norm_bound"]`` the proven bound (None without one).
 
     Cost: ``n M + N m`` entries read (``info["n_block_entries"]``), no products with ``G``,
     an n x m SVD, ``O((N + M) m k)`` for the extension (k = r, or the kept count with
@@ -411,34 +549,108 @@ def asym_nystrom(
     opts, rank, src, dtype, rng = chk.options, chk.rank, chk.source, chk.dtype, chk.rng
     N, M = src.shape
     m, n = opts["n_samples"], opts["n_rows"]
+    ridx, cidx = _draw_sample(src, opts, rng)
+    R, C, W = _read_blocks(src, ridx, cidx, dtype)
+    block = _factor_block(W, dtype)
+    full_core = opts["orthogonalize"] and opts["core"] == "full"
+    E, F = _extend(C, R, block, block.kept if full_core else min(rank, block.kept))
+    bound = _norm_bound(src, R, C)
+    n_extended = E.shape[1]
+    E, F = _stabilize(E, F, block, bound, dtype)
+    scale = float(np.sqrt((N * M) / (n * m)))
+    U, s, V = _triplets(E, F, block.s[: E.shape[1]], rank, opts["orthogonalize"], scale)
+    (s,) = _enforce_bound("asym_nystrom", bound, dtype, opts["orthogonalize"], s)
+    if s.size < rank:
+        cut = E.shape[1] < n_extended
+        what = "The sampled block's stable part" if cut else "The sampled block"
+        U, s, V = _pad_triplets(U, s, V, rank, rng, what)
+    extra = {
+        "scale": scale,
+        "block_singular_values": block.s.astype(dtype),
+        "core_rank": E.shape[1],
+        "norm_bound": _info(bound),
+    }
+    return _finish(
+        U, s, V, "asym_nystrom", src, t0, dtype, opts, {"n_rows": n, "n_samples": m}, ridx,
+        cidx, extra, block.kept,
+    )
+
+
+def _draw_sample(src, opts, rng):
+    """The row and column indices: given ones, else drawn (uniformly or by squared norms)."""
+    N, M = src.shape
     ridx, cidx = opts["row_indices"], opts["col_indices"]
     rw = cw = None
     if opts["sampling"] == "norm" and (ridx is None or cidx is None):
         rw, cw = _squared_norms(src)
     if ridx is None:
-        ridx = _sample(N, n, rw, rng)
+        ridx = _sample(N, opts["n_rows"], rw, rng)
     if cidx is None:
-        cidx = _sample(M, m, cw, rng)
+        cidx = _sample(M, opts["n_samples"], cw, rng)
+    return ridx, cidx
 
-    R = np.asarray(src.rows(ridx), dtype=dtype)  # G[rows, :], n x M
-    C = np.asarray(src.cols(cidx), dtype=dtype)  # G[:, cols], N x m
-    W = R[:, cidx]  # the block is part of R: no extra read
-    Us, ss, Vst = linalg.svd(W, full_matrices=False)
-    kept = _floor(ss, max(n, m), dtype)
-    k = kept if (opts["orthogonalize"] and opts["core"] == "full") else min(rank, kept)
-    # Eq. (10): out-of-sample extension of the block's singular vectors.
-    U = C @ (Vst[:k].T / ss[:k])
-    V = R.T @ (Us[:, :k] / ss[:k])
-    scale = float(np.sqrt((N * M) / (n * m)))
-    if opts["orthogonalize"]:
-        U, s, V = _orth_rank_r(U, V, ss[:k])
-        U, s, V = U[:, :rank], s[:rank], V[:, :rank]
-        k = s.size
-    else:
-        U, V, s = _normalized(U), _normalized(V), ss[:k] * scale
-    if k < rank:
-        U, s, V = _pad_triplets(U, s, V, rank, rng, "The sampled block")
-    return _finish(
-        U, s, V, "asym_nystrom", src, t0, dtype, opts, {"n_rows": n, "n_samples": m}, ridx,
-        cidx, {"scale": scale, "block_singular_values": ss.astype(dtype)}, kept,
+
+def _read_blocks(src, ridx, cidx, dtype):
+    """``R = G[ridx, :]`` (n x M), ``C = G[:, cidx]`` (N x m) and the block ``W`` inside R."""
+    R = np.asarray(src.rows(ridx), dtype=dtype)
+    C = np.asarray(src.cols(cidx), dtype=dtype)
+    return R, C, R[:, cidx]  # the block is part of R: no extra read
+
+
+@dataclass(frozen=True)
+class _Block:
+    """SVD ``W = U diag(s) Vt`` of the sampled block; ``kept`` values pass the pinv floor."""
+
+    U: np.ndarray
+    s: np.ndarray
+    Vt: np.ndarray
+    kept: int
+
+
+def _factor_block(W, dtype):
+    """SVD of the block and the number of singular values above ``s_max * max(n, m) * eps``."""
+    U, s, Vt = linalg.svd(W, full_matrices=False)
+    return _Block(U, s, Vt, _floor(s, max(W.shape), dtype))
+
+
+def _extend(C, R, block, k):
+    """Eq. (10): the top-k block triplets extended, ``E = C V_k / S_k``, ``F = R^T U_k / S_k``."""
+    s = block.s[:k]
+    return C @ (block.Vt[:k].T / s), R.T @ (block.U[:, :k] / s)
+
+
+def _stabilize(E, F, block, bound, dtype):
+    """Cut the extension before the first triplet whose term in ``C W^+ R`` exceeds the bound.
+
+    Triplet i contributes ``E_i s_i F_i^T`` to the Nyström approximation, a rank-one term of
+    norm ``s_i ||E_i|| ||F_i|| = ||C v_i|| ||R^T u_i|| / s_i``. When it exceeds the bound on
+    ``||G||``, ``1 / s_i`` has amplified what ``C`` and ``R`` hold outside the sample instead of
+    approximating it: an epsilon-pseudo-inverse with epsilon = s_i drops it and every smaller
+    triplet (with a warning). The top triplet is always kept: without it there is no answer,
+    and an overshoot of its own is clipped by :func:`_enforce_bound`.
+    """
+    s = block.s[: E.shape[1]]
+    norms = np.linalg.norm(E, axis=0).astype(np.float64) * np.linalg.norm(F, axis=0)
+    terms = s.astype(np.float64) * norms
+    over = np.flatnonzero(~(terms[1:] <= _limit(bound, dtype)))  # NaN and inf count as over
+    if over.size == 0:
+        return E, F
+    k = int(over[0]) + 1
+    warnings.warn(
+        f"asym_nystrom: unstable core inversion: the sampled block's singular value "
+        f"{s[k]:.3g} ({s[k] / block.s[0]:.2g} of its largest) inverts into a term of norm "
+        f"{terms[k]:.3g} in the Nyström approximation C W^+ R, above {bound.describe()}; its "
+        f"pseudo-inverse was truncated to the top {k} of {s.size} triplets (epsilon = "
+        f"{s[k]:.3g}). To fix, {_ADVICE}",
+        RuntimeWarning,
+        stacklevel=3,
     )
+    return E[:, :k], F[:, :k]
+
+
+def _triplets(E, F, s, rank, orthogonalize, scale):
+    """The answer from the extension: SVD of ``E diag(s) F^T`` or the raw, rescaled one."""
+    if orthogonalize:
+        U, s, V = _orth_rank_r(E, F, s)
+        return U[:, :rank], s[:rank], V[:, :rank]
+    return _normalized(E), s * scale, _normalized(F)

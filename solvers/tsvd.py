@@ -1,25 +1,65 @@
-"""Truncated SVD by a Krylov eigensolver: :func:`scipy.sparse.linalg.svds` behind the common API."""
+"""Truncated SVD by a Krylov eigensolver: :func:`scipy.sparse.linalg.svds` behind the common API.
+
+Three things happen around ``svds``:
+
+* **A source's own exact path.** A matrix source may offer the optional protocol member
+  ``exact_svd(rank, *, random_state=None, tol=0.0, maxiter=None, ncv=None)``, returning an
+  exact top-``rank`` SVD (an object that unpacks as ``U, s, V``, optionally with an ``info``
+  dict). With the default ARPACK backend, :func:`tsvd` calls it instead of running ARPACK on
+  the source's products (``ksvd_bench``'s structured kernel source does: an exact compression
+  and its own one-vector products). ``info["exact_path"]`` says which path ran.
+* **Scale.** ARPACK works on the Gram operator ``G^T G``, whose entries underflow for
+  ``|G| < 1e-154`` and overflow for large ones. Concrete inputs are scaled by a power of two
+  (exact: no rounding changes) when their largest entry is far from 1.
+* **Zero matrices** get ``s = 0`` and orthonormal vectors, as :func:`~solvers.rsvd` gives,
+  instead of ARPACK's "Starting vector is zero" error.
+"""
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator, svds
+from scipy.sparse.linalg import ArpackError, LinearOperator, svds
 
 from ._result import SVDResult, finish
-from ._source import DenseSource, SparseSource
+from ._source import DenseSource, OperatorSource, SparseSource
 from ._validation import Tracked, check_args
 
 __all__ = ["tsvd"]
 
+#: Concrete inputs whose largest entry lies outside ``[2^-SAFE_EXPONENT, 2^SAFE_EXPONENT]`` are
+#: scaled by a power of two first: the Gram operator squares the entries (``2^-400`` would
+#: underflow to subnormals) and sums up to ``min(N, M)`` of them.
+SAFE_EXPONENT = 200
 
-def _float64_operator(checked):
-    """A float64 LinearOperator over the source, counting products in a fresh tracker.
+
+def _concrete_data(base):
+    """The stored entries of a dense or sparse adapter (None for lazy sources)."""
+    if isinstance(base, DenseSource):
+        return base.G
+    if isinstance(base, SparseSource):
+        return base.csr.data
+    return None
+
+
+def _power_of_two_scale(amax):
+    """``2^-e`` bringing ``amax > 0`` near 1, or 1.0 when it is already safe."""
+    e = math.frexp(amax)[1]
+    return 1.0 if abs(e) <= SAFE_EXPONENT else math.ldexp(1.0, -e)
+
+
+def _operator(checked, scale=1.0, work_dtype=np.float64):
+    """A LinearOperator over ``scale * G`` in ``work_dtype``, counting products in a fresh tracker.
 
     ARPACK in single precision converges poorly and to a looser tolerance, so the solve runs in
-    float64. Concrete float32 inputs are converted once (not at every product); lazy float32
-    sources are fed float32 blocks and their products are upcast.
+    float64. Concrete float32 inputs are converted once (not at every product). A
+    LinearOperator gets the solver's float64 vectors as they are: rounding them to its float32
+    dtype first would make every product float32-accurate, and PROPACK at ``tol=0`` then never
+    converges. Other lazy float32 sources are fed float32 blocks and their products are upcast.
+    ``scale`` is a power of two, so scaling is exact. ``work_dtype=float32`` (PROPACK's
+    fallback) runs the solver in single precision, as SciPy does for float32 operators.
     """
     src = checked.source
     base = src.source
@@ -28,14 +68,16 @@ def _float64_operator(checked):
     elif isinstance(base, SparseSource) and base.dtype != np.float64:
         base = SparseSource(base.csr.astype(np.float64))
     tracker = Tracked(base, src.check_finite)
-    in_dtype = np.dtype(base.dtype)
+    in_dtype = np.float64 if isinstance(base, OperatorSource) else np.dtype(base.dtype)
     N, M = tracker.shape
 
     def matmat(X):
-        return np.asarray(tracker.matmat(np.asarray(X, dtype=in_dtype)), dtype=np.float64)
+        out = np.asarray(tracker.matmat(np.asarray(X, dtype=in_dtype)), dtype=work_dtype)
+        return out * scale if scale != 1.0 else out
 
     def rmatmat(Y):
-        return np.asarray(tracker.rmatmat(np.asarray(Y, dtype=in_dtype)), dtype=np.float64)
+        out = np.asarray(tracker.rmatmat(np.asarray(Y, dtype=in_dtype)), dtype=work_dtype)
+        return out * scale if scale != 1.0 else out
 
     op = LinearOperator(
         (N, M),
@@ -43,18 +85,142 @@ def _float64_operator(checked):
         rmatvec=lambda y: rmatmat(y.reshape(N, 1)).ravel(),
         matmat=matmat,
         rmatmat=rmatmat,
-        dtype=np.float64,
+        dtype=work_dtype,
     )
     return op, tracker
 
 
+def _orthonormal(n, k, rng):
+    """``k`` random orthonormal columns of length ``n`` (the vectors of a zero matrix)."""
+    Q, R = np.linalg.qr(rng.standard_normal((n, k)))
+    return Q * np.where(np.diag(R) < 0, -1.0, 1.0)
+
+
+def _zero_answer(shape, rank, rng):
+    """Singular triplets of the zero matrix: ``s = 0``, any orthonormal ``U`` and ``V``."""
+    return _orthonormal(shape[0], rank, rng), np.zeros(rank), _orthonormal(shape[1], rank, rng)
+
+
+def _default_ncv(rank, kmin):
+    """eigsh's default Lanczos basis size when ``ncv`` is None."""
+    return min(max(2 * rank + 1, 20), kmin)
+
+
+def _run_svds(op, rank, opts, rng):
+    kwargs = {"k": rank, "tol": opts["tol"], "maxiter": opts["maxiter"], "rng": rng}
+    if opts["backend"] == "arpack":
+        kwargs["ncv"] = opts["ncv"]
+        kwargs["v0"] = rng.standard_normal(min(op.shape))
+    U, s, Vt = svds(op, solver=opts["backend"], **kwargs)
+    return U, s, Vt.T
+
+
+def _safe_magnitude(s):
+    """Whether the largest value found is finite and within ``2^+-SAFE_EXPONENT``."""
+    x = float(np.max(np.abs(s)))
+    return bool(np.isfinite(x)) and x > 0 and abs(math.frexp(x)[1]) <= SAFE_EXPONENT
+
+
+def _gram_vanished(exc):
+    return isinstance(exc, ArpackError) and "Starting vector is zero" in str(exc)
+
+
+def _solve_lazy(chk, rng):
+    """``svds`` on a lazy source, recovering when the Gram operator underflows or overflows.
+
+    ARPACK stops with "Starting vector is zero" when ``G^T G v`` vanishes, PROPACK returns
+    zero vectors and LOBPCG wrong values: ``G`` is zero, or so small that the squares of its
+    entries underflow. Entries above about ``1e154`` make ``G^T G v`` overflow, which the
+    finiteness check of the products reports. Whenever that happens or the values found are
+    far from 1, one product with random vectors decides: a zero ``G`` gets the zero answer,
+    any other is solved again scaled by a power of two (and gets the zero answer if ARPACK
+    still finds ``G^T G v = 0``: ``G`` is then zero up to the rounding of its products).
+    PROPACK on a float32 source whose products are only float32-accurate (an operator that
+    rounds its input) does not converge in double precision: it is run again in single
+    precision, as SciPy runs it.
+    """
+    op, tracker = _operator(chk)
+    try:
+        U, s, V = _run_svds(op, chk.rank, chk.options, rng)
+        if _safe_magnitude(s):
+            return U, s, V, tracker, 1.0
+        failure = None
+    except np.linalg.LinAlgError:
+        if chk.options["backend"] != "propack" or chk.dtype != np.float32:
+            raise
+        op, single = _operator(chk, work_dtype=np.float32)
+        U, s, V = _run_svds(op, chk.rank, chk.options, rng)
+        single.n_matvec += tracker.n_matvec  # the double-precision attempt counts too
+        single.n_products += tracker.n_products
+        return U, s, V, single, 1.0
+    except (ArpackError, ValueError) as exc:
+        # ValueError: a product came back non-finite (overflow of G^T G v, or a bad G).
+        if isinstance(exc, ArpackError) and not _gram_vanished(exc):
+            raise
+        failure = exc
+    N, M = op.shape
+    probe = op.matmat(rng.standard_normal((M, min(M, 4))))  # raises if G itself is not finite
+    amax = float(np.max(np.abs(probe)))
+    if amax == 0.0:
+        return (*_zero_answer((N, M), chk.rank, rng), tracker, 1.0)
+    scale = math.ldexp(1.0, -math.frexp(amax)[1])
+    if scale == 1.0 and failure is not None and not _gram_vanished(failure):
+        raise failure
+    op, scaled = _operator(chk, scale)
+    scaled.n_matvec += tracker.n_matvec  # the first attempt and the probe count too
+    scaled.n_products += tracker.n_products
+    try:
+        U, s, V = _run_svds(op, chk.rank, chk.options, rng)
+    except ArpackError as exc:
+        if not _gram_vanished(exc):
+            raise
+        # Products of unit size still give G^T G v = 0: G is zero up to the rounding of its
+        # own products (a centred kernel of identical points, say).
+        return (*_zero_answer((N, M), chk.rank, rng), scaled, 1.0)
+    return U, s, V, scaled, scale
+
+
+def _solve(chk, rng):
+    """``(U, s, V, tracker, scale)`` with ``s`` already divided by ``scale``."""
+    data = _concrete_data(chk.source.source)
+    if data is None:
+        U, s, V, tracker, scale = _solve_lazy(chk, rng)
+    else:
+        # max and -min: two passes over G, no |G| temporary of G's size
+        amax = max(float(data.max()), -float(data.min())) if data.size else 0.0
+        if amax == 0.0:
+            U, s, V = _zero_answer(chk.source.shape, chk.rank, rng)
+            return U, s, V, Tracked(chk.source.source, False), 1.0
+        scale = _power_of_two_scale(amax)
+        op, tracker = _operator(chk, scale)
+        U, s, V = _run_svds(op, chk.rank, chk.options, rng)
+    return U, np.asarray(s) / scale, V, tracker, scale
+
+
+def _exact_from_source(exact_svd, chk):
+    """Call the source's ``exact_svd`` and check what it returns."""
+    opts = chk.options
+    res = exact_svd(chk.rank, random_state=chk.rng, tol=opts["tol"], maxiter=opts["maxiter"],
+                    ncv=opts["ncv"])
+    U, s, V = (np.asarray(a) for a in res)
+    N, M = chk.source.shape
+    want = {"U": (N, chk.rank), "s": (chk.rank,), "V": (M, chk.rank)}
+    for name, arr in zip(want, (U, s, V), strict=True):
+        if arr.shape != want[name]:
+            raise ValueError(
+                f"G.exact_svd(rank={chk.rank}) returned {name} of shape {arr.shape}, "
+                f"expected {want[name]}"
+            )
+    return U, s, V, dict(getattr(res, "info", None) or {})
+
+
 def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None, ncv=None):
-    """Top singular triplets by :func:`scipy.sparse.linalg.svds`.
+    """Top singular triplets by :func:`scipy.sparse.linalg.svds`, or by the source's exact path.
 
     Parameters
     ----------
     G : ndarray, sparse matrix, LinearOperator or matrix source of shape (N, M)
-        Only ``matmat``/``rmatmat`` are used.
+        Only ``matmat``/``rmatmat`` are used, or the optional member ``exact_svd`` (below).
     rank : int
         Number of triplets; ``rank < min(N, M)`` for ``"arpack"`` and ``"lobpcg"``.
     random_state : None, int or numpy.random.Generator, default=None
@@ -74,7 +240,12 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
     SVDResult
         ``info["effort"]`` is the Lanczos basis size ``ncv`` for ARPACK and the number of
         products with ``G`` or ``G.T`` for the other backends; ``info["backend"]``,
-        ``info["tol"]`` and ``info["ncv"]`` are added.
+        ``info["tol"]``, ``info["ncv"]`` and ``info["exact_path"]`` (``"svds"`` or
+        ``"source"``) are added. On the source's exact path ``info["n_matvec"]``,
+        ``info["n_products"]`` and ``info["n_passes"]`` are the source's own counts (vectors
+        multiplied and product calls on the operator it solved, which may be an exact
+        compression of ``G``: each such call costs at most one product with ``G``), and
+        ``info["source_info"]`` holds the rest of what it reported.
 
     Notes
     -----
@@ -83,6 +254,19 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
     float64 whatever the input (ARPACK in single precision stalls); float32 input gives a
     float32 result cast at the end. ``svds`` returns values in ascending order; they are
     reordered descending here.
+
+    *Exact path.* With ``backend="arpack"``, a source (not an array or LinearOperator) that
+    has a method ``exact_svd(rank, *, random_state, tol, maxiter, ncv)`` is asked for the
+    answer instead. The method must return the exact top-``rank`` triplets to ARPACK's
+    tolerance ``tol`` (it may use any algorithm, e.g. ARPACK on an exactly compressed
+    operator), as an object that unpacks as ``U, s, V`` (shapes checked) and may carry an
+    ``info`` dict with ``n_matvec`` and ``n_passes``. Other backends always run ``svds``.
+
+    *Zero and tiny matrices.* A zero ``G`` gives ``s = 0`` and orthonormal ``U``, ``V``
+    (every backend). Dense and sparse inputs whose largest entry is outside
+    ``[2^-200, 2^200]`` are solved scaled by a power of two; for lazy sources, when ARPACK
+    finds the Gram operator exactly zero, one product with random vectors decides between
+    a zero answer and a scaled solve (counted in ``n_matvec``).
 
     Examples
     --------
@@ -98,22 +282,29 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
         "tsvd", G, rank, random_state, backend=backend, tol=tol, maxiter=maxiter, ncv=ncv
     )
     opts, rank = chk.options, chk.rank
-    op, tracker = _float64_operator(chk)
-    kmin = min(op.shape)
-    kwargs = {"k": rank, "tol": opts["tol"], "maxiter": opts["maxiter"], "rng": chk.rng}
-    if opts["backend"] == "arpack":
-        kwargs["ncv"] = opts["ncv"]
-        kwargs["v0"] = chk.rng.standard_normal(kmin)
-    U, s, Vt = svds(op, solver=opts["backend"], **kwargs)
-    if opts["backend"] == "arpack":
-        # eigsh's default basis size when ncv is None.
-        effort = opts["ncv"] if opts["ncv"] is not None else min(max(2 * rank + 1, 20), kmin)
-    else:
-        effort = tracker.n_matvec
-    result: SVDResult = finish(
+    kmin = min(chk.source.shape)
+    arpack = opts["backend"] == "arpack"
+    ncv_used = (opts["ncv"] or _default_ncv(rank, kmin)) if arpack else None
+    exact_svd = getattr(chk.source.source, "exact_svd", None) if arpack else None
+    if exact_svd is not None:
+        U, s, V, src_info = _exact_from_source(exact_svd, chk)
+        result: SVDResult = finish(
+            U, s, V, method="tsvd", effort=ncv_used, tracker=chk.source, t0=t0,
+            dtype=chk.dtype, backend="arpack", tol=opts["tol"], ncv=ncv_used,
+            exact_path="source", source_info=src_info,
+        )
+        # The products ran inside the source, past the tracker: report its own counts.
+        n_products = int(src_info.get("n_passes", 0))
+        result.info.update(n_matvec=int(src_info.get("n_matvec", 0)), n_products=n_products,
+                           n_passes=float(n_products))
+        return result
+
+    U, s, V, tracker, scale = _solve(chk, chk.rng)
+    effort = ncv_used if arpack else tracker.n_matvec
+    return finish(
         U,
         s,
-        Vt.T,
+        V,
         method="tsvd",
         effort=effort,
         tracker=tracker,
@@ -121,6 +312,7 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
         dtype=chk.dtype,
         backend=opts["backend"],
         tol=opts["tol"],
-        ncv=effort if opts["backend"] == "arpack" else None,
+        ncv=ncv_used,
+        exact_path="svds",
+        scale=scale,
     )
-    return result

@@ -8,6 +8,8 @@ The default ``ci`` profile is derandomized, so a CI run is repeatable;
 import os
 
 import matplotlib
+import numba
+import pytest
 from hypothesis import HealthCheck, settings
 
 matplotlib.use("Agg")
@@ -21,3 +23,18 @@ settings.register_profile(
 )
 settings.register_profile("thorough", deadline=None, max_examples=300)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def _run_with_numba_threads(k, fn):
+    old = numba.get_num_threads()
+    numba.set_num_threads(k)
+    try:
+        return fn()
+    finally:
+        numba.set_num_threads(old)
+
+
+@pytest.fixture
+def with_numba_threads():
+    """``with_numba_threads(k, fn)``: ``fn()`` run on ``k`` Numba threads (then restored)."""
+    return _run_with_numba_threads

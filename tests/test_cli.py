@@ -1,14 +1,17 @@
-"""The ``ksvd-bench`` command line: help texts, a tiny compare run, the spectrum study."""
+"""The ``ksvd-bench`` command line: help texts, argument checks, tiny runs of each study."""
 
 import csv
 import json
+import re
 
 import numpy as np
 import pytest
 
 from ksvd_bench.cli import build_parser, main
 from ksvd_bench.datasets import make_directed_graph
-from ksvd_bench.race.spectrum import format_spectrum, run_spectrum
+from ksvd_bench.race import compare as compare_module
+from ksvd_bench.race.problems import max_threads
+from ksvd_bench.race.spectrum import _draw_spectrum, format_spectrum, run_spectrum
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["compare", "--help"], ["spectrum", "--help"],
@@ -20,11 +23,12 @@ def test_help_exits_cleanly(argv, capsys):
     out = capsys.readouterr().out
     assert "usage: ksvd-bench" in out
     if argv[0] == "compare":
-        for option in ("--dataset", "--eps", "--weights", "--seeds", "--no-center", "--out"):
+        for option in ("--dataset", "--eps", "--measures", "--seeds", "--no-center", "--out",
+                       "--wide", "--planted-rank"):
             assert option in out
 
 
-def test_reproduce_subcommand_is_registered():
+def test_subcommands_are_registered():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     assert {"compare", "spectrum", "residual-study", "reproduce"} <= set(sub.choices)
@@ -34,54 +38,170 @@ def test_compare_defaults_match_the_issue():
     args = build_parser().parse_args(["compare"])
     assert args.dataset == ["cora"] and args.kernel == "sne" and args.rank == 20
     assert args.eps == [0.1, 0.01] and args.seeds == 5 and args.center is True
-    assert args.weights == ["singular_values", "relative", "uniform"]
+    assert args.weights == ["singular_values", "relative", "uniform", "lowrank"]
+    assert args.threads == 1 and args.wide is False
     assert build_parser().parse_args(["compare", "--no-center"]).center is False
+    # --weights stays an alias of --measures
+    assert build_parser().parse_args(["compare", "--weights", "uniform"]).weights == ["uniform"]
 
 
-@pytest.mark.parametrize("argv", [["compare", "--rank", "0"], ["compare", "--eps", "-1"],
-                                  ["compare", "--dataset", "mnist"], ["bogus"]])
-def test_bad_arguments_exit_with_usage_error(argv, capsys):
+@pytest.mark.parametrize(
+    ("argv", "flag", "message"),
+    [
+        (["compare", "--rank", "0"], "--rank", "positive integer"),
+        (["compare", "--eps", "-1"], "--eps", "positive number"),
+        (["compare", "--dataset", "mnist"], "--dataset", "invalid choice"),
+        (["compare", "--threads", "64"], "--threads", "at most"),
+        (["compare", "--out", ""], "--out", "empty string"),
+        (["compare", "--seed", "-1"], "--seed", ">= 0"),
+        (["compare", "--max-effort", "0"], "--max-effort", "positive integer"),
+        (["compare", "--size", "100", "80"], "--size", "synthetic only"),
+        (["compare", "--dataset", "synthetic", "cora", "--noise", "0.1"], "--noise",
+         "the only dataset"),
+        (["compare", "--dataset", "synthetic", "--coherence", "2"], "--coherence", "[0, 1]"),
+        (["compare", "--dataset", "synthetic", "--noise", "-1"], "--noise", ">= 0"),
+        (["compare", "--dataset", "synthetic", "--size", "20", "20", "--rank", "30"], "--rank",
+         "at most min(N, M) = 20"),
+        (["compare", "--dataset", "synthetic", "--size", "20", "20", "--planted-rank", "50"],
+         "--planted-rank", "at most min(N, M) = 20"),
+        (["compare", "--rank", "5000"], "--rank", "2708"),
+        (["spectrum", "--threads", "64"], "--threads", "at most"),
+        (["spectrum", "--factors", "0"], "--factors", "positive number"),
+        (["residual-study", "--max-samples", "10"], "--max-samples", "at least --rank=20"),
+        (["residual-study", "--kernel", "t"], "--kernel", "invalid choice"),
+        (["bogus"], "command", "invalid choice"),
+    ],
+)
+def test_bad_arguments_exit_with_a_message_naming_the_flag(argv, flag, message, capsys,
+                                                            monkeypatch, tmp_path):
+    if max_threads() >= 64 and "64" in argv:
+        argv = [a if a != "64" else str(max_threads() + 1) for a in argv]
+    monkeypatch.chdir(tmp_path)  # a valid default --out must not litter the repository
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
-    assert "error" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and message in err, err
+
+
+def test_bad_out_is_reported_before_any_work(tmp_path, capsys, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the race started before --out was checked")
+
+    monkeypatch.setattr(compare_module, "run_compare", no_work)
+    for argv in (["compare", "--out", str(blocker / "results")],
+                 ["spectrum", "--out", str(blocker)],
+                 ["residual-study", "--out", str(blocker / "x")]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        assert "--out=" in capsys.readouterr().err
 
 
 def test_tiny_compare_run(tmp_path, capsys):
     out = tmp_path / "res"
     code = main(["compare", "--dataset", "synthetic", "--size", "90", "70", "--rank", "3",
-                 "--eps", "0.1", "--weights", "uniform", "--seeds", "2", "--max-effort", "30",
-                 "--out", str(out), "--no-progress", "--threads", "1"])
+                 "--eps", "0.1", "--measures", "uniform", "lowrank", "--seeds", "2",
+                 "--max-effort", "30", "--out", str(out), "--no-progress", "--threads", "1",
+                 "--methods", "tsvd", "rsvd", "asym_nystrom", "asym_nystrom_norm"])
     assert code == 0
     text = capsys.readouterr().out
-    assert "synthetic (90x70" in text and "eps=0.1" in text
-    for method in ("tsvd", "rsvd", "sym_nystrom", "asym_nystrom", "asym_nystrom_norm"):
+    assert "synthetic 90x70" in text and "eps=0.1" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    for method in ("tsvd", "rsvd", "asym_nystrom", "asym_nystrom_norm"):
         assert method in text
     payload = json.loads((out / "compare.json").read_text())
-    assert payload["meta"]["rank"] == 3 and payload["meta"]["threads"] == 1
-    assert payload["meta"]["datasets"] == ["synthetic"]
+    meta = payload["meta"]
+    assert meta["rank"] == 3 and meta["datasets"] == ["synthetic"]
+    # the thread counts in force while the solvers ran, not the machine's defaults
+    assert meta["threads"] == 1 and meta["machine"]["numba_threads"] == 1
+    assert all(b["num_threads"] == 1 for b in meta["machine"]["blas"])
     with open(out / "compare.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 10  # 5 raced entries + their [stop=residual] rows
+    assert len(rows) == 4 * 2 + 4  # 4 entries x 2 measures + residual rows (eta only)
     assert (out / "reference_cache").is_dir()
 
 
-def test_spectrum_on_a_small_graph(tmp_path):
-    graph = make_directed_graph(160, n_communities=3, avg_degree=4.0, random_state=1)
-    result = run_spectrum("tiny", data=graph.adjacency, factors=(0.5, 2.0), rank=4, eps=0.1,
-                          seeds=1, out=tmp_path, progress=False)
+def test_rank_one_on_a_small_synthetic_problem(tmp_path, capsys):
+    """``--rank 1 --size 10 10`` plants min(max(1, 20), 10) triplets instead of failing."""
+    code = main(["compare", "--dataset", "synthetic", "--size", "12", "10", "--rank", "1",
+                 "--eps", "0.1", "--measures", "uniform", "--seeds", "1", "--methods", "tsvd",
+                 "rsvd", "--no-residual", "--out", str(tmp_path), "--no-progress"])
+    assert code == 0
+    assert "r=1" in capsys.readouterr().out
+    payload = json.loads((tmp_path / "compare.json").read_text())
+    assert payload["meta"]["rank"] == 1
+    assert {r["method"] for r in payload["rows"]} == {"tsvd", "rsvd"}
+
+
+def test_wide_table(tmp_path, capsys):
+    main(["compare", "--dataset", "synthetic", "--size", "60", "50", "--rank", "2", "--eps",
+          "0.1", "--measures", "uniform", "--seeds", "1", "--methods", "rsvd", "--wide",
+          "--out", str(tmp_path), "--no-progress"])
+    text = capsys.readouterr().out
+    assert "resid est" in text and "paper s" in text
+
+
+def test_progress_bar_shows_no_eta_or_rate(tmp_path, capsys):
+    main(["compare", "--dataset", "synthetic", "--size", "60", "50", "--rank", "2", "--eps",
+          "0.1", "--measures", "uniform", "--seeds", "2", "--methods", "rsvd", "tsvd",
+          "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "compare:" in err and "elapsed" in err
+    assert not re.search(r"<\d+:\d\d", err), err  # tqdm's "elapsed<remaining"
+    assert "/s]" not in err and "s/run" not in err
+
+
+@pytest.fixture(scope="module")
+def small_graph():
+    return make_directed_graph(160, n_communities=3, avg_degree=4.0, random_state=1).adjacency
+
+
+def test_spectrum_on_a_small_graph(tmp_path, small_graph):
+    result = run_spectrum("tiny", data=small_graph, factors=(0.5, 2.0), rank=4, eps=0.1,
+                          weights="uniform", seeds=1, out=tmp_path, progress=False)
     assert [r["factor"] for r in result.rows] == [0.5, 2.0]
-    dense = result.rows[0]
-    assert dense["gamma"] < result.rows[1]["gamma"]
+    assert result.rows[0]["gamma"] < result.rows[1]["gamma"]
     for r in result.rows:
         s = np.asarray(result.singular_values[r["factor"]])
         assert np.all(np.diff(s) <= 1e-12) and s.size == 4
+        assert r["vacuous"] is False and r["value_max"] == pytest.approx(2.0)
+        assert r["asym_nystrom_lowrank"] >= 0 and r["rsvd_lowrank"] >= 0
         if r["speedup"] is not None:
             assert r["speedup"] == pytest.approx(r["rsvd_seconds"] / r["asym_nystrom_seconds"])
     for name in ("spectrum.csv", "spectrum.json", "spectrum.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert (tmp_path / "spectrum.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "leading singular values" in format_spectrum(result)
+    assert result.meta["threads"] == 1
+    text = repr(result)
+    assert len(text) < 300 and "array" not in text
+
+
+def test_spectrum_marks_vacuous_tolerances(small_graph):
+    # The paper's weighting on a centred SNE kernel: eta <= 2 mean(sigma) << 0.5.
+    result = run_spectrum("tiny", data=small_graph, factors=(1.0, 4.0), rank=4, eps=0.5,
+                          seeds=1, progress=False)
+    assert all(r["vacuous"] and r["value_max"] <= 0.5 for r in result.rows)
+    text = format_spectrum(result)
+    assert "vacuous" in text and "NOTE" in text
+    if any(r["speedup"] is not None for r in result.rows):
+        assert re.search(r"\d(\.\d+)?x\*", text)  # the speedup cells carry the mark
+    fig = _draw_spectrum(result)
+    labels = [t.get_text() for t in fig.axes[1].texts]
+    assert labels.count("vacuous") == 2
+
+
+def test_spectrum_says_when_nothing_converged(small_graph):
+    result = run_spectrum("tiny", data=small_graph, factors=(0.5, 2.0), rank=4, eps=1e-12,
+                          weights="uniform", seeds=1, max_effort=8, progress=False)
+    assert not any(r["asym_nystrom_converged"] or r["rsvd_converged"] for r in result.rows)
+    fig = _draw_spectrum(result)
+    assert any("nothing converged" in t.get_text() for t in fig.axes[1].texts)
+    assert "neither method reached eps" in format_spectrum(result)
 
 
 def test_tiny_residual_study_run(tmp_path, capsys):
@@ -93,3 +213,5 @@ def test_tiny_residual_study_run(tmp_path, capsys):
     assert {r["weights"] for r in payload["summary"]} == {"singular_values", "relative",
                                                           "uniform"}
     assert all(r["method"] == "rsvd" for r in payload["rows"])
+    assert payload["meta"]["threads"] == 1
+    assert all(r["n_passes"] > 0 for r in payload["rows"])

@@ -10,8 +10,20 @@ from hypothesis import strategies as st
 from scipy.sparse.linalg import aslinearoperator
 
 import solvers
-from ksvd_bench.driver import effort_schedule, reference_svd, solve_to_tolerance
-from ksvd_bench.metrics import eta, residual_estimate
+from ksvd_bench.driver import (
+    definition_key,
+    effort_schedule,
+    reference_svd,
+    solve_to_tolerance,
+)
+from ksvd_bench.metrics import (
+    CLUSTER_RTOL,
+    eta,
+    lowrank_error,
+    residual_estimate,
+    subspace_error,
+)
+from solvers import SVDResult
 
 
 def low_rank_plus_noise(N=300, M=250, k=40, decay=0.5, noise=1e-5, seed=0):
@@ -158,10 +170,11 @@ def test_driver_reaches_tolerance_for_every_method(problem, method):
     assert all(np.isfinite(h["residual_estimate"]) for h in out.history)
 
 
-@pytest.mark.parametrize("method", ["rsvd", "sym_nystrom", "asym_nystrom"])
+@pytest.mark.parametrize("method", ["rsvd", "block_krylov", "generalized_nystrom",
+                                    "sym_nystrom", "asym_nystrom"])
 def test_driver_stops_at_the_cap_with_the_best_answer(problem, method):
     G, ref = problem
-    max_effort = 5 if method == "rsvd" else 12
+    max_effort = {"rsvd": 5, "block_krylov": 0, "generalized_nystrom": 5}.get(method, 12)
     out = solve_to_tolerance(G, 5, method, 1e-14, reference=ref, weights="uniform",
                              max_effort=max_effort, random_state=1,
                              n_iter=0)
@@ -260,3 +273,174 @@ def test_driver_validation(problem):
         solve_to_tolerance(G, 6, "rsvd", 1e-2, reference=ref)
     with pytest.raises(ValueError, match="strictly increasing"):
         solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, schedule=[5, 5])
+
+
+# ---------------------------------------------------------------------------------------------
+# new methods' schedules
+# ---------------------------------------------------------------------------------------------
+
+
+def test_schedules_of_the_pass_efficient_methods():
+    # block Krylov grows its depth n_iter up to the first basis of (q + 1) blocks of rank + p
+    # columns that spans min(N, M) = 250 dimensions: q = 250 / (5 + 5) - 1 = 24
+    assert effort_schedule("block_krylov", 5, (300, 250), n_oversamples=5) == [
+        0, 1, 2, 3, 4, 6, 8, 12, 16, 24]
+    assert effort_schedule("block_krylov", 5, (300, 250), n_oversamples=5,
+                           max_effort=10) == [0, 1, 2, 3, 4, 6, 8, 10]
+    assert effort_schedule("block_krylov", 10, (30, 25), n_oversamples=20) == [0]
+    assert effort_schedule("block_krylov", 5, (300, 251), n_oversamples=5)[-1] == 25
+    assert effort_schedule("block_krylov", 5, (300, 250))[-2:] == [12, 16]  # the solver's p=10
+    # generalized Nystrom grows its oversampling, as RSVD does
+    assert effort_schedule("generalized_nystrom", 5, (300, 250)) == effort_schedule(
+        "rsvd", 5, (300, 250))
+    with pytest.raises(ValueError, match="n_oversamples"):
+        effort_schedule("block_krylov", 5, (300, 250), n_oversamples=-1)
+
+
+@settings(deadline=None)
+@given(N=st.integers(2, 3000), M=st.integers(2, 3000), p=st.integers(0, 30), data=st.data())
+def test_block_krylov_schedule_is_increasing_and_capped(N, M, p, data):
+    rank = data.draw(st.integers(1, min(N, M)))
+    sched = effort_schedule("block_krylov", rank, (N, M), n_oversamples=p)
+    cap = max(0, math.ceil(min(N, M) / min(rank + p, N, M)) - 1)
+    assert sched[-1] == cap and sched[0] == min(0, cap)
+    assert all(b > a for a, b in zip(sched[:-1], sched[1:], strict=True))
+    assert all(b <= max(a + 1, 2 * a) for a, b in zip(sched[:-1], sched[1:], strict=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# clusters, measures and the cache key
+# ---------------------------------------------------------------------------------------------
+
+
+def repeated_value_problem():
+    Q = np.linalg.qr(np.random.default_rng(0).normal(size=(8, 8)))[0]
+    return Q @ np.diag([5.0, 5, 5, 5, 5, 5, 1, 1])[:, :6]
+
+
+def test_driver_exact_answer_on_a_repeated_value_converges():
+    """The issue's reproducer: sigma = 5 six times, rank 3 cuts the cluster."""
+    G = repeated_value_problem()
+    out = solve_to_tolerance(G, 3, "tsvd", 1e-2, weights="uniform", random_state=0)
+    assert out.converged and out.eta < 1e-12 and out.value == out.eta
+    literal = solve_to_tolerance(G, 3, "tsvd", 1e-2, weights="uniform", random_state=0,
+                                 cluster_rtol=None)
+    assert not literal.converged and literal.eta > 0.1
+    for metric in ("lowrank", "subspace"):
+        out = solve_to_tolerance(G, 3, "tsvd", 1e-8, metric=metric, random_state=0)
+        assert out.converged and out.value <= 1e-8 and out.metric == metric
+
+
+def test_reference_closes_a_cut_cluster_on_every_route():
+    rng = np.random.default_rng(5)
+    s = np.concatenate([[3.0, 2.0, 2.0, 2.0, 2.0], 0.5 ** np.arange(1, 26)])
+    G = ((np.linalg.qr(rng.standard_normal((60, 30)))[0] * s)
+         @ np.linalg.qr(rng.standard_normal((40, 30)))[0].T)
+    for limit in (None, 0):  # dense LAPACK, then ARPACK
+        plain = reference_svd(G, 2, max_dense_entries=limit)
+        assert len(plain.s) == 2
+        ref = reference_svd(G, 2, max_dense_entries=limit, cluster_rtol=1e-6)
+        assert len(ref.s) == 5 and ref.info["rank"] == 2
+        np.testing.assert_allclose(ref.s, s[:5], rtol=1e-12)
+        assert reference_svd(G, 6, max_dense_entries=limit, cluster_rtol=1e-6).s.size == 6
+
+
+def test_driver_lowrank_metric_matches_the_metric(problem, monkeypatch):
+    G, ref = problem
+    for method in ("rsvd", "asym_nystrom"):
+        out = solve_to_tolerance(G, 5, method, 1e-3, reference=ref, metric="lowrank",
+                                 random_state=0)
+        assert out.converged and out.metric == "lowrank"
+        assert out.value == out.lowrank <= 1e-3
+        assert out.value == pytest.approx(lowrank_error(G, ref, out.result, rank=5), rel=1e-12)
+        assert all(h["value"] == h["lowrank"] for h in out.history)
+        assert np.isfinite(out.eta) and np.isnan(out.subspace)
+    # eta stops, lowrank is recorded alongside; beyond the pass limit, products are used
+    tracked = solve_to_tolerance(G, 5, "rsvd", 1e-6, reference=ref, random_state=0,
+                                 track=("eta", "lowrank", "subspace"))
+    monkeypatch.setattr("ksvd_bench.driver.LOWRANK_PASS_MAX_ENTRIES", 0)
+    products = solve_to_tolerance(G, 5, "rsvd", 1e-6, reference=ref, random_state=0,
+                                  track=("lowrank",))
+    assert [h["eta"] for h in products.history] == [h["eta"] for h in tracked.history]
+    for a, b in zip(products.history, tracked.history, strict=True):
+        assert np.isfinite(b["subspace"]) and b["value"] == b["eta"]
+        assert a["lowrank"] == pytest.approx(b["lowrank"], rel=1e-6)
+    assert products.lowrank == pytest.approx(
+        lowrank_error(G, ref, products.result, rank=5, method="products"), rel=1e-12)
+
+
+def test_driver_subspace_metric(problem):
+    G, ref = problem
+    out = solve_to_tolerance(G, 5, "rsvd", 1e-4, reference=ref, metric="subspace",
+                             random_state=1)
+    assert out.converged and out.value <= 1e-4
+    assert out.value == max(subspace_error(ref, out.result))
+
+
+def test_driver_names_bad_arguments(problem):
+    G, ref = problem
+    with pytest.raises(ValueError, match="random_state must be a non-negative"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, random_state=-1)
+    with pytest.raises(TypeError, match="random_state"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, random_state="seed")
+    with pytest.raises(TypeError, match="time_limit"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, time_limit="x")
+    with pytest.raises(TypeError, match="time_limit"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, time_limit=True)
+    with pytest.raises(ValueError, match="metric"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, metric="frobenius")
+    with pytest.raises(ValueError, match="track"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, track=("eta", "speed"))
+    with pytest.raises(ValueError, match="cluster_rtol"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, cluster_rtol=2.0)
+    with pytest.raises(TypeError, match="eps"):
+        solve_to_tolerance(G, 5, "rsvd", "small", reference=ref)
+    bad = SVDResult(U=ref.U, s=-ref.s, V=ref.V, info={})
+    with pytest.raises(ValueError, match="non-negative"):
+        solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=bad)
+
+
+def test_definition_key_is_stable_and_discriminating():
+    A = sp.random(20, 20, density=0.2, random_state=0, format="csr")
+    params = {"center": True, "bandwidth_factor": 1.0, "seed": 0, "dtype": np.float64}
+    key = definition_key("cora", "sne", params, A)
+    assert key == definition_key("cora", "sne", dict(reversed(params.items())), A.tocoo())
+    assert len(key) == 64 and int(key, 16) >= 0
+    others = {
+        definition_key("cora", "rbf", params, A),
+        definition_key("cora", "sne", {**params, "center": False}, A),
+        definition_key("cora", "sne", {**params, "bandwidth_factor": 1.0 + 2**-52}, A),
+        definition_key("cora", "sne", params, A * 2),
+        definition_key("cora", "sne", params, A.toarray()),
+        definition_key(("cora", "sne"), params, A),
+        definition_key("cora", "sne", params, A, None),
+    }
+    assert key not in others and len(others) == 7
+    with pytest.raises(TypeError, match="key parts"):
+        definition_key(object())
+
+
+def test_reference_cache_keyed_by_definition_survives_last_bit_changes(tmp_path):
+    G = low_rank_plus_noise(50, 40, k=10, decay=0.7, noise=1e-3)
+    definition = ("synthetic", {"N": 50, "M": 40, "seed": 0})
+    first = reference_svd(G, 4, cache_dir=tmp_path, key=definition)
+    # the same matrix computed another way: every entry one ulp off
+    G_ulp = np.nextafter(G, np.inf)
+    assert not np.array_equal(G, G_ulp)
+    hit = reference_svd(G_ulp, 4, cache_dir=tmp_path, key=definition)
+    assert hit.info["cached"] is True
+    np.testing.assert_array_equal(hit.s, first.s)
+    assert reference_svd(G_ulp, 4, cache_dir=tmp_path).info["cached"] is False  # bits differ
+    # a key that names another matrix is caught, recomputed and overwritten
+    other = low_rank_plus_noise(50, 40, k=10, decay=0.7, noise=1e-3, seed=9)
+    with pytest.warns(RuntimeWarning, match="does not belong to G"):
+        redo = reference_svd(other, 4, cache_dir=tmp_path, key=definition)
+    assert redo.info["cached"] is False
+    np.testing.assert_allclose(redo.s, np.linalg.svd(other, compute_uv=False)[:4], rtol=1e-12)
+    assert reference_svd(other, 4, cache_dir=tmp_path, key=definition).info["cached"] is True
+    # the driver passes its cache_key on (with its cluster_rtol: an entry of its own)
+    out = solve_to_tolerance(other, 4, "tsvd", 1e-8, cache_dir=tmp_path, cache_key=definition,
+                             random_state=0)
+    assert out.converged
+    assert reference_svd(other, 4, cache_dir=tmp_path, key=definition,
+                         cluster_rtol=CLUSTER_RTOL).info["cached"] is True

@@ -170,3 +170,63 @@ def test_bad_input():
     est = KSVD(2, random_state=0).fit(_data(10, 10))
     with pytest.raises(ValueError, match="features"):
         est.transform(_data(3, 4))
+
+
+@pytest.mark.parametrize(
+    ("random_state", "exc"),
+    [(-1, ValueError), (1.5, TypeError), ("0", TypeError), (True, TypeError),
+     (np.random.RandomState(0), TypeError)],
+)
+def test_bad_random_state_is_named(random_state, exc):
+    # numpy's own message ("expected non-negative integer") does not say which argument
+    with pytest.raises(exc, match="random_state"):
+        KSVD(2, random_state=random_state).fit(_data(10, 10))
+
+
+@pytest.mark.parametrize("shape", [(12, 12), (12, 7)])
+@pytest.mark.parametrize(
+    "params",
+    [dict(kernel="sne", gamma=1.0), dict(kernel="rbf", gamma=0.5), dict(kernel="linear"),
+     dict(kernel="sne", gamma=1.0, solver="rsvd")],
+)
+def test_all_zero_input_gives_zero_spectrum_and_zero_features(shape, params):
+    # the centred kernel of an all-zero A is the zero matrix: no direction to learn
+    A = np.zeros(shape)
+    est = KSVD(3, random_state=0, **params).fit(A)
+    # centring a constant G leaves rounding error only (kernel entries are O(1))
+    assert np.all(est.singular_values_ <= 1e-13)
+    for F in (est.left_features_, est.right_features_):
+        np.testing.assert_allclose(F.T @ F, np.eye(3), atol=1e-12)
+    np.testing.assert_array_equal(est.transform(np.ones((4, shape[1]))), np.zeros((4, 3)))
+
+
+def test_all_zero_input_with_the_bandwidth_rule_names_gamma():
+    with pytest.raises(ValueError, match="pass gamma"):
+        KSVD(2, random_state=0).fit(np.zeros((10, 10)))
+
+
+def test_masked_array_is_refused_not_unmasked():
+    A = _data(12, 12, seed=11)
+    masked = np.ma.masked_array(A, mask=np.eye(12, dtype=bool))
+    with pytest.raises(TypeError, match="A is a masked array with 12 masked entries"):
+        KSVD(2, random_state=0).fit(masked)
+    est = KSVD(2, random_state=0).fit(A)
+    with pytest.raises(TypeError, match="A is a masked array"):
+        est.transform(masked[:3])
+    # nothing masked: nothing to lose, same answer as the plain array
+    plain = KSVD(2, random_state=0).fit(np.ma.masked_array(A))
+    np.testing.assert_array_equal(plain.singular_values_, est.singular_values_)
+
+
+def test_complete_set_of_triplets_is_exact_on_the_rank_deficient_centred_kernel():
+    # centring makes G_c of rank <= 5 here: a Krylov solver asked for all 6 triplets fails or
+    # invents a sixth value (SciPy's PROPACK); the estimator takes LAPACK on the dense kernel
+    A = _data(6, 6, seed=12)
+    est = KSVD(6, kernel="rbf", gamma=0.8, random_state=0).fit(A)
+    G = kernel_matrix(A, A.T.copy(), "rbf", gamma=0.8)
+    H = np.eye(6) - 1.0 / 6
+    expected = np.linalg.svd(H @ G @ H, compute_uv=False)
+    np.testing.assert_allclose(est.singular_values_, expected, rtol=1e-10, atol=1e-14)
+    assert est.singular_values_[-1] < 1e-12
+    assert est.solver_info_["backend"] == "lapack"
+    np.testing.assert_allclose(est.left_features_.T @ est.left_features_, np.eye(6), atol=1e-12)

@@ -1,6 +1,7 @@
 """Metric helpers on hand-made cases and smoke tests of every feature-learning experiment."""
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -9,11 +10,12 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.decomposition import KernelPCA
 from sklearn.neighbors import KernelDensity
 
-from ksvd_bench.datasets import make_directed_graph
+from ksvd_bench.datasets import Graph, make_directed_graph
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._reproduce_cli import EXPERIMENTS, add_parser, main
+from ksvd_bench.paper._result import ExperimentResult
 from ksvd_bench.paper.ablation import poly_svd_features, run_ablation
-from ksvd_bench.paper.asymmetry import kde_kl, run_asymmetry
+from ksvd_bench.paper.asymmetry import NOT_COMPARABLE, kde_kl, run_asymmetry
 from ksvd_bench.paper.graph_reconstruction import (
     reconstruct_adjacency,
     reconstruction_errors,
@@ -21,12 +23,14 @@ from ksvd_bench.paper.graph_reconstruction import (
 )
 from ksvd_bench.paper.node_classification import (
     combine_features,
+    format_chance_levels,
+    majority_baseline,
     make_splits,
     protocol_probe,
     run_node_classification,
     structured_rbf_kpca,
 )
-from ksvd_bench.paper.nystrom_f1 import plot_f1_vs_m, run_nystrom_f1
+from ksvd_bench.paper.nystrom_f1 import nystrom_features, plot_f1_vs_m, run_nystrom_f1
 from ksvd_bench.paper.uci import run_uci, uci_methods
 
 
@@ -157,6 +161,12 @@ def test_node_classification_smoke():
     # planted communities are visible in the directed structure
     assert max(r["micro"] for r in res["rows"]) > 0.5
     assert len(res["runs"]) == 8
+    base = res["chance"]["synthetic"]
+    for row in res["rows"]:
+        assert ("chance level" in row["note"]) == (row["micro"] <= base["threshold"])
+    with pytest.raises(ValueError, match="subsample=5 is too small"):
+        run_node_classification(("synthetic",), subsample=5, graph_loader=_graph_loader,
+                                progress=False)
 
 
 def test_protocol_probe_smoke():
@@ -230,3 +240,150 @@ def test_cli_parses_every_experiment_and_runs_asymmetry(tmp_path, capsys):
     payload = json.loads((tmp_path / "asymmetry.json").read_text())
     assert payload["rows"][0]["paper"] == paper_numbers.ASYMMETRY_KL["yacht"]
     assert (tmp_path / "asymmetry.csv").exists()
+
+
+# --------------------------------------------------------------------- issue 11 fixes
+def _imbalanced_noise_loader(name):
+    # labels drawn independently of the graph, 80 % one class: no feature can beat chance
+    graph = _graph_loader(name)
+    rng = np.random.default_rng(1)
+    labels = rng.choice(3, size=graph.n_nodes, p=[0.8, 0.1, 0.1])
+    return Graph(graph.name, graph.adjacency, labels, graph.class_names, graph.node_ids)
+
+
+def test_majority_baseline_hand_case():
+    labels = np.array([0, 0, 0, 1, 2, 0, 0, 1, 2])
+    splits = [(np.arange(5), np.array([5, 6, 7, 8]))]  # train majority 0; test 0, 0, 1, 2
+    base = majority_baseline(labels, splits)
+    assert base["micro"] == pytest.approx(0.5)
+    # class 0: precision 1/2, recall 1 -> F1 2/3; classes 1 and 2 never predicted -> 0
+    assert base["macro"] == pytest.approx((2 / 3) / 3)
+    assert base["threshold"] == pytest.approx(0.5 + 2 * np.sqrt(0.25 / 4))
+
+
+def test_nystrom_f1_marks_chance_level_from_the_label_distribution():
+    res = run_nystrom_f1(("noise",), m_grid=(20, 60), n_components=5, n_runs=3,
+                         graph_loader=_imbalanced_noise_loader, progress=False)
+    base = res["chance"]["noise"]
+    assert 0.7 < base["micro"] < 0.9  # the majority share of the drawn labels, not a constant
+    for row in res["rows"]:
+        assert ("chance level" in row["note"]) == (row["micro"] <= base["threshold"])
+    assert any("chance level" in row["note"] for row in res["rows"])
+    line = format_chance_levels(res)[0]
+    assert f"micro-F1 {base['micro']:.3f}" in line and f"macro-F1 {base['macro']:.3f}" in line
+
+
+def test_nystrom_f1_gives_both_methods_the_same_number_of_features():
+    A = _graph_loader("x").adjacency
+    for m, expected in [(10, 10), (11, 10), (60, 16)]:
+        widths = {method: nystrom_features(A, method, m, 8, random_state=0)[0].shape[1]
+                  for method in ("ksvd-asym-nystrom", "kpca-sym-nystrom")}
+        assert widths == {"ksvd-asym-nystrom": expected, "kpca-sym-nystrom": expected}
+    with pytest.raises(ValueError, match="m must be"):
+        nystrom_features(A, "kpca-sym-nystrom", 500, 8)
+
+
+def test_nystrom_f1_runs_an_m_above_n_at_n_with_a_note():
+    res = run_nystrom_f1(("synthetic",), m_grid=(20, 500, 900), n_components=4, n_runs=2,
+                         graph_loader=_graph_loader, progress=False)
+    assert [(r["method"], r["m"]) for r in res["rows"]] == [
+        ("ksvd-asym-nystrom", 20), ("ksvd-asym-nystrom", 120),
+        ("kpca-sym-nystrom", 20), ("kpca-sym-nystrom", 120),
+    ]
+    assert "m=500,900 > N: ran at m = N" in res["rows"][1]["note"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [(dict(n_runs=0), "n_runs"), (dict(n_runs=-1), "n_runs"), (dict(n_components=0),
+                                                                  "n_components"),
+     (dict(m_grid=(10, 1)), "m_grid"), (dict(m_grid=()), "m_grid"),
+     (dict(subsample=3), "subsample"), (dict(subsample=6), "subsample=6 is too small")],
+)
+def test_run_nystrom_f1_rejects_bad_settings_up_front(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        run_nystrom_f1(("synthetic",), **{"m_grid": (20,), "n_runs": 2, **kwargs},
+                       graph_loader=_graph_loader, progress=False)
+
+
+def test_experiment_results_have_a_short_repr():
+    res = run_asymmetry(("cls", "reg"), table_loader=_table_loader, progress=False)
+    assert isinstance(res, ExperimentResult) and isinstance(res, dict)
+    text = repr(res)
+    assert text.startswith("ExperimentResult('asymmetry', rows=<2 rows: dataset, n_rows")
+    assert "\n" not in text and len(text) < 200
+    copy = pickle.loads(pickle.dumps(res))
+    assert copy == res and repr(copy) == text
+    big = ExperimentResult("x", rows=[dict(a=1.0)] * 10_000, runs=list(range(10_000)),
+                           features=np.zeros((3000, 100)), seconds=12.345)
+    assert repr(big) == ("ExperimentResult('x', rows=<10000 rows: a>, runs=<list of 10000>, "
+                         "features=<array (3000, 100) float64>, seconds=12.3)")
+
+
+def test_asymmetry_says_the_paper_values_are_not_comparable(tmp_path, capsys):
+    assert main(["reproduce", "asymmetry", "--out", str(tmp_path), "--no-progress",
+                 "--datasets", "yacht"]) == 0
+    out = capsys.readouterr().out
+    assert "paper (not comparable)" in out and NOT_COMPARABLE in out
+    payload = json.loads((tmp_path / "asymmetry.json").read_text())
+    assert payload["protocol"]["paper_values"] == NOT_COMPARABLE
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["nystrom-f1", "--runs", "-1"], "--runs"),
+        (["uci", "--runs", "0"], "--runs"),
+        (["node-classification", "--n-components", "0"], "--n-components"),
+        (["nystrom-f1", "--n-components", "0"], "--n-components"),
+        (["nystrom-f1", "--m-grid", "10,x"], "--m-grid"),
+        (["nystrom-f1", "--m-grid", "1"], "--m-grid"),
+        (["node-classification", "--grid", "0,1"], "--grid"),
+        (["node-classification", "--subsample", "3"], "--subsample"),
+        (["node-classification", "--subsample", "5", "--datasets", "cora"], "--subsample"),
+        (["nystrom-f1", "--subsample", "5", "--datasets", "cora"], "--subsample"),
+        (["all", "--subsample", "5"], "--subsample"),
+        # the first 4 nodes of Cora share no edge: nothing to embed
+        (["graph-reconstruction", "--subsample", "4", "--datasets", "cora"], "--subsample"),
+        (["uci", "--datasets", "cora"], "--datasets"),
+        (["asymmetry", "--seed", "-1"], "--seed"),
+        (["asymmetry", "--out", ""], "--out"),
+    ],
+)
+def test_cli_refuses_bad_values_naming_the_flag(argv, flag, tmp_path, capsys):
+    out = [] if "--out" in argv else ["--out", str(tmp_path / "o")]
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", *argv, *out, "--no-progress"])
+    assert exc.value.code == 2
+    assert f"argument {flag}:" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_cli_refuses_an_out_under_a_file_before_any_work(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "uci", "--out", str(blocker / "sub"), "--no-progress"])
+    assert exc.value.code == 2
+    assert "argument --out: cannot create directory" in capsys.readouterr().err
+
+
+def test_cli_keeps_a_large_m_and_validated_lists():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["reproduce", "nystrom-f1", "--m-grid", "10,5000",
+                              "--datasets", "Cora, pubmed"])
+    assert args.m_grid == (10, 5000) and args.datasets == ("cora", "pubmed")
+
+
+def test_graph_reconstruction_refuses_a_graph_without_edges():
+    def empty_loader(name):
+        graph = _graph_loader(name)
+        return Graph(graph.name, sp.diags(np.ones(graph.n_nodes), format="csr"), graph.labels,
+                     graph.class_names, graph.node_ids)
+
+    with pytest.raises(ValueError, match="no edge between two different nodes"):
+        run_graph_reconstruction(("loops-only",), n_components=4, graph_loader=empty_loader,
+                                 progress=False)

@@ -173,19 +173,10 @@ def test_center_matrix_keeps_input_and_float32():
     np.testing.assert_allclose(Gc.mean(axis=1), 0.0, atol=1e-6)
 
 
-def _with_threads(k, fn):
-    old = numba.get_num_threads()
-    numba.set_num_threads(k)
-    try:
-        return fn()
-    finally:
-        numba.set_num_threads(old)
-
-
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
 @pytest.mark.parametrize("kernel", ["sne", "rbf", "t", "poly"])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_same_result_with_1_and_2_threads(kernel, sparse):
+def test_same_result_with_1_and_2_threads(kernel, sparse, with_numba_threads):
     rng = np.random.default_rng(6)
     X = make_data(rng, 301, 9, sparse, {1})
     Z = make_data(rng, 700, 9, sparse, {2})
@@ -193,8 +184,8 @@ def test_same_result_with_1_and_2_threads(kernel, sparse):
     def run():
         return kernel_matrix(X, Z, kernel, gamma=0.9, center=True)
 
-    G1 = _with_threads(1, run)
-    G2 = _with_threads(2, run)
+    G1 = with_numba_threads(1, run)
+    G2 = with_numba_threads(2, run)
     np.testing.assert_array_equal(G1, G2)
 
 
@@ -366,3 +357,44 @@ def test_exp_nonpos_within_one_ulp_of_numpy():
     assert ulps.max() <= 1.0
     np.testing.assert_array_equal(y[~normal], 0.0)  # subnormal results flushed to zero
     assert np.all(ref[~normal] < np.exp(EXP_MIN))
+
+
+# ------------------------------------------------------------------ extreme scales (issue 11)
+@pytest.mark.parametrize("kernel", ["rbf", "sne", "t"])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("factor", [1e200, 1e-200])
+def test_extreme_magnitudes_stay_finite(kernel, sparse, factor):
+    # X*1e200 with gamma=1e200 used to give NaN (|x|^2 overflowed): the kernel only
+    # depends on |x - z| / gamma, so it must equal the unscaled one
+    rng = np.random.default_rng(13)
+    X = make_data(rng, 12, 4, sparse, set())
+    Z = make_data(rng, 9, 4, sparse, set())
+    G = kernel_matrix(X * factor, Z * factor, kernel, gamma=1.3 * factor)
+    np.testing.assert_allclose(G, kernel_matrix(X, Z, kernel, gamma=1.3), rtol=1e-12,
+                               atol=1e-15)
+
+
+@pytest.mark.parametrize("gamma", [1e-150, 1e-160, 1e-300, 5e-324])
+def test_tiny_gamma_raises_value_error_naming_gamma(gamma):
+    # used to raise ZeroDivisionError below ~1.5e-154 (1/gamma^2 overflowed)
+    X = np.random.default_rng(14).standard_normal((5, 3))
+    with pytest.raises(ValueError, match="gamma=.* is too small for data of magnitude"):
+        kernel_matrix(X, X, "sne", gamma=gamma)
+    G = kernel_matrix(X, X, "sne", gamma=1e-100)  # small but representable: a hard argmin
+    np.testing.assert_array_equal(G, np.eye(5))
+
+
+def test_tiny_data_with_tiny_gamma_is_fine():
+    X = np.random.default_rng(15).standard_normal((6, 3))
+    G = kernel_matrix(X * 1e-300, X * 1e-300, "t", gamma=2e-300)
+    np.testing.assert_allclose(G, kernel_matrix(X, X, "t", gamma=2.0), rtol=1e-12)
+
+
+def test_overflowing_poly_and_linear_raise():
+    X = np.random.default_rng(16).standard_normal((8, 3)) + 2.0
+    with pytest.raises(ValueError, match=r"kernel 'poly' gives non-finite values.*degree"):
+        kernel_matrix(X, X, "poly", degree=1000)  # used to return inf
+    with pytest.raises(ValueError, match="kernel 'linear' gives non-finite values"):
+        kernel_matrix(X * 1e200, X * 1e200, "linear")
+    with pytest.raises(ValueError, match="not real"):
+        kernel_matrix(X, -X, "poly", degree=2.5, coef0=0.0)

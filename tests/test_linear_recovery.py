@@ -20,6 +20,10 @@ def full_effort_options(method, N, M, rank):
         return {"tol": 0.0}
     if method == "rsvd":
         return {"n_oversamples": min(N, M) - rank, "n_iter": 4}
+    if method == "block_krylov":  # blocks of `rank` vectors until the basis fills R^min(N, M)
+        return {"n_oversamples": 0, "n_iter": -(-min(N, M) // rank)}
+    if method == "generalized_nystrom":
+        return {"n_oversamples": min(N, M) - rank}
     if method == "sym_nystrom":
         return {"n_samples": max(N, M)}
     return {"n_samples": M, "n_rows": N}

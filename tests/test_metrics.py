@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.linalg import aslinearoperator
 
-from ksvd_bench.metrics import WEIGHTS, eta, residual_estimate, residuals, subspace_error
+from ksvd_bench.metrics import (
+    WEIGHTS,
+    eta,
+    residual_estimate,
+    residuals,
+    singular_value_groups,
+    subspace_error,
+)
 
 
 def svd_triplets(G, r):
@@ -294,3 +301,148 @@ def test_residual_estimate_ritz_bound_sharpens_clusters():
     approx = randomized_approx(G, 4, 5, 1, rng)
     approx.U = approx.U + 1e-6 * rng.standard_normal(approx.U.shape)
     assert not residual_estimate(G, approx, return_terms=True)[1]["ritz"]
+
+
+# ---------------------------------------------------------------------------------------------
+# repeated and clustered singular values
+# ---------------------------------------------------------------------------------------------
+
+
+def test_singular_value_groups():
+    s = [5.0, 5.0, 3.0, 1.0, 1.0 - 1e-9, 1.0 - 2e-9]
+    assert singular_value_groups(s) == [(0, 2), (2, 3), (3, 6)]
+    # measured against s[0]: a gap of 4e-6 is a cluster at s[0] = 5 (5e-6), not at rtol 1e-7
+    assert singular_value_groups([5.0, 1.0, 1.0 - 4e-6]) == [(0, 1), (1, 3)]
+    assert singular_value_groups([5.0, 1.0, 1.0 - 4e-6], cluster_rtol=1e-7) == [(0, 1), (1, 2),
+                                                                                (2, 3)]
+    assert singular_value_groups([2.0, 2.0, 1.0], cluster_rtol=0) == [(0, 2), (2, 3)]
+    assert singular_value_groups([2.0, 2.0], cluster_rtol=None) == [(0, 1), (1, 2)]
+    assert singular_value_groups(np.zeros(3)) == [(0, 3)]
+    with pytest.raises(ValueError, match="non-negative"):
+        singular_value_groups([1.0, -1.0])
+    with pytest.raises(ValueError, match="non-increasing"):
+        singular_value_groups([1.0, 2.0])
+    with pytest.raises(ValueError, match="cluster_rtol"):
+        singular_value_groups([1.0], cluster_rtol=-1e-3)
+    with pytest.raises(TypeError, match="cluster_rtol"):
+        singular_value_groups([1.0], cluster_rtol="tight")
+
+
+def test_eta_repeated_value_any_basis_is_exact_and_tilt_is_hand_computed():
+    theta = 0.3
+    E = np.eye(4)
+    ref = SimpleNamespace(U=E[:, :3], s=np.array([2.0, 2.0, 1.0]), V=E[:, :3])
+    c = np.cos(0.7)
+    rot = np.array([[c, -np.sin(0.7)], [np.sin(0.7), c]])
+    inside = SimpleNamespace(U=np.hstack([E[:, :2] @ rot, E[:, 2:3]]), s=ref.s,
+                             V=np.hstack([E[:, :2] @ rot.T, -E[:, 2:3]]))
+    for w in WEIGHTS:
+        assert eta(ref, inside, weights=w) == pytest.approx(0.0, abs=1e-15)
+        assert eta(ref, inside, weights=w, cluster_rtol=None) > 0.1  # the literal eta fails it
+    # one vector of the cluster tilted out of it by theta: principal cosines 1 and cos(theta)
+    tilted = SimpleNamespace(U=np.column_stack([E[:, 1], np.cos(theta) * E[:, 0]
+                                                + np.sin(theta) * E[:, 3], E[:, 2]]),
+                             s=ref.s, V=ref.V)
+    for w, wv in (("singular_values", 2.0), ("relative", 1.0), ("uniform", 1.0)):
+        assert eta(ref, tilted, weights=w) == pytest.approx(wv * (1 - np.cos(theta)) / 3)
+
+
+def test_eta_cluster_penalises_parallel_vectors_and_is_bounded():
+    E = np.eye(3)
+    ref = SimpleNamespace(U=E[:, :2], s=np.ones(2), V=E[:, :2])
+    twice = SimpleNamespace(U=E[:, [0, 0]], s=np.ones(2), V=E[:, :2])
+    # nuclear norm of [[1, 1], [0, 0]] is sqrt(2): the pair covers one direction, not two
+    assert eta(ref, twice, weights="uniform") == pytest.approx((2 - np.sqrt(2)) / 2)
+    outside = SimpleNamespace(U=E[:, [2, 2]], s=np.ones(2), V=E[:, [2, 2]])
+    assert eta(ref, outside, weights="uniform") == pytest.approx(2.0)
+
+
+def test_eta_cluster_cut_by_rank_uses_the_whole_cluster():
+    E = np.eye(4)
+    ref3 = SimpleNamespace(U=E[:, :3], s=np.array([2.0, 1.0, 1.0]), V=E[:, :3])
+    approx = SimpleNamespace(U=E[:, [0, 2]], s=np.array([2.0, 1.0]), V=E[:, [0, 2]])
+    assert eta(ref3, approx, weights="uniform", rank=2) == pytest.approx(0.0, abs=1e-15)
+    assert subspace_error(ref3, approx, rank=2) == (0.0, 0.0)
+    # a reference cut at 2 cannot know that u_3 is as good as u_2: the literal verdict
+    ref2 = SimpleNamespace(U=E[:, :2], s=np.array([2.0, 1.0]), V=E[:, :2])
+    assert eta(ref2, approx, weights="uniform") == pytest.approx(1.0)
+    assert subspace_error(ref2, approx) == (1.0, 1.0)
+    # inside the cut cluster but tilted out of it by 45 degrees, or missing u_1
+    tilted = SimpleNamespace(U=np.column_stack([E[:, 0], (E[:, 2] + E[:, 3]) / np.sqrt(2)]),
+                             s=approx.s, V=approx.V)
+    assert subspace_error(ref3, tilted, rank=2)[0] == pytest.approx(np.sqrt(0.5))
+    missing = SimpleNamespace(U=E[:, [1, 2]], s=approx.s, V=E[:, [1, 2]])
+    assert subspace_error(ref3, missing, rank=2) == pytest.approx((1.0, 1.0))
+    with pytest.raises(ValueError, match="rank"):
+        eta(ref3, approx, rank=4)
+
+
+def test_zero_singular_values_of_a_rectangular_matrix_form_the_null_cluster():
+    # G = 2 e1 e1^T (5 x 3): u_2 may be any unit vector orthogonal to e1 in R^5, v_2 in R^3
+    E5, E3 = np.eye(5), np.eye(3)
+    ref = SimpleNamespace(U=E5[:, :2], s=np.array([2.0, 0.0]), V=E3[:, :2])
+    other = SimpleNamespace(U=E5[:, [0, 4]], s=np.array([2.0, 0.0]), V=E3[:, [0, 2]])
+    for w in WEIGHTS:
+        assert eta(ref, other, weights=w) == pytest.approx(0.0, abs=1e-15)
+    assert subspace_error(ref, other) == (0.0, 0.0)
+    assert eta(ref, other, weights="uniform", cluster_rtol=None) == pytest.approx(1.0)
+    wrong = SimpleNamespace(U=E5[:, [4, 0]], s=np.array([2.0, 0.0]), V=E3[:, [0, 2]])
+    assert eta(ref, wrong, weights="uniform") == pytest.approx(1.0)  # u_1 missed, u~_2 = e1
+
+
+@settings(deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_cluster_eta_bounded_sign_invariant_and_literal_when_simple(seed, data):
+    rng = np.random.default_rng(seed)
+    N, M = data.draw(st.integers(2, 10)), data.draw(st.integers(2, 10))
+    k = min(N, M)
+    s = np.sort(np.array(data.draw(st.lists(st.sampled_from([3.0, 1.0, 0.5, 0.0]),
+                                            min_size=k, max_size=k))))[::-1]
+    s[0] = 3.0  # keeps the relative weights defined
+    U = np.linalg.qr(rng.standard_normal((N, k)))[0]
+    V = np.linalg.qr(rng.standard_normal((M, k)))[0]
+    r = data.draw(st.integers(1, k))
+    ref = SimpleNamespace(U=U, s=s, V=V)
+    approx = SimpleNamespace(U=rng.standard_normal((N, r)), s=np.ones(r),
+                             V=rng.standard_normal((M, r)))
+    flips = rng.choice([-1.0, 1.0], size=r)
+    flipped = SimpleNamespace(U=approx.U * flips, s=approx.s, V=approx.V * flips[::-1])
+    for w in WEIGHTS:
+        value = eta(ref, approx, weights=w, rank=r)
+        assert 0.0 <= value <= 2 * mean_weight(s[:r], w) * (1 + 1e-12) + 1e-15
+        assert eta(ref, flipped, weights=w, rank=r) == pytest.approx(value, rel=1e-10,
+                                                                     abs=1e-14)
+    distinct = SimpleNamespace(U=U, s=np.linspace(2.0, 1.0, k), V=V)
+    for w in WEIGHTS:
+        assert (eta(distinct, approx, weights=w, rank=r)
+                == eta(distinct, approx, weights=w, rank=r, cluster_rtol=None))
+
+
+def test_eta_rejects_negative_or_unsorted_reference_values():
+    ref = SimpleNamespace(U=np.eye(3)[:, :2], s=np.array([-1.0, -2.0]), V=np.eye(3)[:, :2])
+    approx = SimpleNamespace(U=np.eye(3)[:, 1:], s=np.ones(2), V=np.eye(3)[:, 1:])
+    with pytest.raises(ValueError, match="reference.s must be non-negative"):
+        eta(ref, approx)
+    with pytest.raises(ValueError, match="non-increasing"):
+        eta(SimpleNamespace(U=ref.U, s=np.array([1.0, 2.0]), V=ref.V), approx)
+    with pytest.raises(ValueError, match="non-negative"):
+        subspace_error(ref, approx)
+
+
+def test_residual_estimate_treats_a_repeated_value_as_one_subspace():
+    rng = np.random.default_rng(10)
+    N, M = 60, 50
+    s = np.concatenate([[4.0, 2.0, 2.0, 2.0, 1.0], 0.5 ** np.arange(1, 21)])
+    G = ((np.linalg.qr(rng.standard_normal((N, 25)))[0] * s)
+         @ np.linalg.qr(rng.standard_normal((M, 25)))[0].T)
+    exact = svd_triplets(G, 6)
+    # rotate the exact vectors of the repeated value 2 inside their subspace
+    R = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+    U, V = exact.U.copy(), exact.V.copy()
+    U[:, 1:4], V[:, 1:4] = U[:, 1:4] @ R, V[:, 1:4] @ R
+    rotated = SimpleNamespace(U=U, s=exact.s, V=V)
+    ref = svd_triplets(G, 6)
+    assert eta(ref, rotated, weights="uniform") < 1e-14
+    assert eta(ref, rotated, weights="uniform", cluster_rtol=None) > 1e-2
+    assert residual_estimate(G, rotated, weights="uniform", rank=5) < 1e-20
+    assert residual_estimate(G, rotated, weights="uniform", rank=5, cluster_rtol=None) > 0.1

@@ -323,3 +323,125 @@ def test_sym_nystrom_norm_sampling_skips_zero_rows_and_columns():
     assert np.all(res.info["row_indices"] >= 10)
     assert np.all(res.info["col_indices"] >= 5)
     assert res.info["sampling"] == "norm"
+
+
+# -- stability: no silent garbage ---------------------------------------------------------------
+
+
+def whisper_block_problem():
+    """Rank 3 on the sample's block, which also holds a 1e-12 whisper above the pinv floor.
+
+    The sampled columns and rows (the first 10) carry entries outside the block that the block
+    does not see: inverting the whisper's singular values amplifies them ~1e12-fold, the
+    failure seen on sparse graph kernels (a tiny block triplet, big C v_i and R^T u_i).
+    """
+    rng = np.random.default_rng(0)
+    N, M, n = 200, 150, 10
+    G = rng.standard_normal((N, 3)) @ rng.standard_normal((3, M))
+    G[n:, :n] += 0.1 * rng.standard_normal((N - n, n))
+    G[:n, n:] += 0.1 * rng.standard_normal((n, M - n))
+    G[:n, :n] += 1e-12 * rng.standard_normal((n, n))
+    return G, np.arange(n)
+
+
+def top_value_of_cur(C, R, cidx, k):
+    """Largest singular value of ``C W_k^+ R`` (W = R[:, cidx]) without forming it."""
+    U, s, Vt = np.linalg.svd(R[:, cidx])
+    E, F = C @ (Vt[:k].T / s[:k]), R.T @ (U[:, :k] / s[:k])
+    Re, Rf = np.linalg.qr(E)[1], np.linalg.qr(F)[1]
+    return np.linalg.svd((Re * s[:k]) @ Rf.T, compute_uv=False)[0]
+
+
+@pytest.mark.parametrize("core", ["rank", "full"])
+def test_unstable_block_triplets_are_cut_with_a_warning(core):
+    G, idx = whisper_block_problem()
+    bsv = np.linalg.svd(G[np.ix_(idx, idx)], compute_uv=False)
+    kept = np.count_nonzero(bsv > bsv[0] * idx.size * np.finfo(float).eps)  # the pinv floor
+    assert kept > 3 and bsv[3] < 1e-11 * bsv[0]  # the whisper passes the floor ...
+    assert top_value_of_cur(G[:, idx], G[idx], idx, kept) > 1e9  # ... and C W^+ R blows up
+    # core="rank" with rank 4 > the block's real rank 3 takes the whisper into C W_r^+ R.
+    rank = 3 if core == "full" else 4
+    with pytest.warns(RuntimeWarning) as record:
+        res = solvers.asym_nystrom(G, rank, row_indices=idx, col_indices=idx, core=core)
+    messages = " | ".join(str(w.message) for w in record)
+    assert "unstable core inversion" in messages
+    assert res.info["numerical_rank"] == kept and res.info["core_rank"] == 3
+    if core == "rank":
+        assert "numerical rank 3 < rank=4" in messages
+        np.testing.assert_array_equal(res.s[3:], 0)
+    # Cut to the block's three real triplets, the answer is the rank-3 CUR one: near G's own.
+    s = np.linalg.svd(G, compute_uv=False)
+    np.testing.assert_allclose(res.s[:3], s[:3], rtol=0.01)
+    assert res.info["norm_bound"] == pytest.approx(np.linalg.norm(G))
+
+
+def test_sparse_graph_kernel_gets_no_impossible_answer():
+    """Issue 9's failure on a small graph: asym Nyström on a sparse graph's SNE kernel.
+
+    At N = 300000 with 400 samples it returned s_1 = 1.6e8 for an exact 2.0e-4; here
+    (N = 5000, 40 samples) the pinv-floored C W^+ R has s_1 around 1e13 times the exact one.
+    """
+    from ksvd_bench.datasets.synthetic import make_directed_graph
+    from ksvd_bench.kernels import KernelSource
+
+    src = KernelSource(make_directed_graph(5000, random_state=0).adjacency, "sne")
+    exact = solvers.svd(src, 1, method="tsvd", random_state=0).s[0]
+    with pytest.warns(RuntimeWarning) as record:
+        res = solvers.svd(src, 10, method="asym_nystrom", n_samples=40, random_state=0)
+    messages = " | ".join(str(w.message) for w in record)
+    assert "unstable core inversion" in messages and "numerical rank" in messages
+    ridx, cidx = res.info["row_indices"], res.info["col_indices"]
+    naive = top_value_of_cur(src.cols(cidx), src.rows(ridx), cidx, res.info["numerical_rank"])
+    assert naive > 1e6 * exact  # the failure mode is present in this sample
+    assert res.info["core_rank"] < res.info["numerical_rank"]
+    assert res.info["norm_bound"] == pytest.approx(src.norm_bound())
+    assert np.all(res.s <= src.norm_bound())
+    assert exact / 10 < res.s[0] < 10 * exact  # sane (the sample is small: 4x here)
+
+
+def test_answer_above_a_proven_bound_is_clipped_with_a_warning():
+    # C W^+ R of [[d, 1], [1, 0]] from row 0 and column 0 is [[d, 1], [1, 1/d]]: s_1 ~ 1/d.
+    d = 1e-3
+    G = np.array([[d, 1.0], [1.0, 0.0]])
+    with pytest.warns(RuntimeWarning, match="exceeds the bound .* clipped to the bound"):
+        res = solvers.asym_nystrom(G, 1, row_indices=[0], col_indices=[0])
+    assert res.s[0] == pytest.approx(np.linalg.norm(G))
+    assert res.info["norm_bound"] == pytest.approx(np.linalg.norm(G))
+    # Without norm_bound() the sample's estimate of ||G||_F is used: reported, not clipped.
+    with pytest.warns(RuntimeWarning, match="estimate .* of \\|\\|G\\|\\|_F .* kept"):
+        lazy = solvers.asym_nystrom(aslinearoperator(G), 1, row_indices=[0], col_indices=[0])
+    assert lazy.info["norm_bound"] is None
+    assert lazy.s[0] > 1 / (2 * d)
+
+
+@pytest.mark.parametrize("method", ["asym_nystrom", "sym_nystrom"])
+def test_raw_estimates_above_the_bound_are_reported_not_changed(method):
+    K = np.diag([10.0, 1, 1, 1, 1, 1])  # sampling only the heavy index: (N / n) 10 = 60
+    opts = {"n_samples": 1, "orthogonalize": False}
+    if method == "asym_nystrom":
+        opts.update(row_indices=[0], col_indices=[0], n_samples=None)
+    else:
+        opts.update(sampling="norm", random_state=0)
+        K = K[:, :1]  # one column: G^T G is 1 x 1, and G G^T's sample is row 0 (all mass)
+    with pytest.warns(RuntimeWarning, match="exceeds the bound .* raw estimates unchanged"):
+        res = solvers.svd(K, 1, method=method, **opts)
+    expected = 60.0 if method == "asym_nystrom" else np.sqrt(6 * 100.0)
+    assert res.s[0] == pytest.approx(expected)
+    # The exact Nyström approximation of that sample is K's own top part: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        orth = solvers.svd(K, 1, method=method, **{**opts, "orthogonalize": True})
+    assert orth.s[0] == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize("method", ["asym_nystrom", "sym_nystrom"])
+@pytest.mark.parametrize("opts", [{}, {"core": "full"}, {"orthogonalize": False}])
+def test_a_spanning_sample_raises_no_alarm(method, opts):
+    rng = np.random.default_rng(15)
+    G = (rng.standard_normal((60, 5)) * 2.0 ** -np.arange(5)) @ rng.standard_normal((5, 45))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = solvers.svd(G, 3, method=method, n_samples=45, random_state=0, **opts)
+    assert np.all(res.s <= np.linalg.norm(G))
+    if method == "asym_nystrom":
+        assert res.info["core_rank"] == (5 if opts.get("core") == "full" else 3)

@@ -112,3 +112,21 @@ def test_range_finder_validation():
         solvers.randomized_range_finder(A, 2, 1, power_iteration_normalizer="Cholesky")
     with pytest.raises(TypeError, match="random_state"):
         solvers.randomized_range_finder(A, 2, 1, random_state="0")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(500, 12), (12, 12), (40, 1)])
+def test_permuted_lu_factor_is_scipy_lu_permute_l(dtype, shape):
+    """The faster LU normaliser returns scipy's ``lu(permute_l=True)`` factor bit for bit."""
+    from scipy.linalg import lu
+
+    from solvers.rsvd import permuted_lu_factor
+
+    Y = np.random.default_rng(8).standard_normal(shape).astype(dtype)
+    Y[0] *= 1e-3  # force row exchanges
+    before = Y.copy()
+    L = permuted_lu_factor(Y)
+    np.testing.assert_array_equal(Y, before)  # the input is not overwritten
+    assert L.dtype == dtype and L.shape == shape
+    np.testing.assert_array_equal(L, lu(Y, permute_l=True)[0])
+    assert np.abs(L).max() <= 1

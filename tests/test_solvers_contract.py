@@ -13,7 +13,8 @@ from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 import solvers
 
-INFO_KEYS = {"method", "effort", "n_matvec", "n_block_entries", "seconds"}
+INFO_KEYS = {"method", "effort", "n_matvec", "n_block_entries", "n_products", "n_passes",
+             "seconds"}
 
 
 def low_rank_plus_noise(N, M, seed, *, effective_rank=6, noise=1e-3, dtype=np.float64):
@@ -43,6 +44,31 @@ def nan_operator(shape):
         rmatvec=lambda y: np.full(M, np.nan),
         dtype=np.float64,
     )
+
+
+class WrongShapeSource:
+    """A custom matrix source whose every answer has one row too many."""
+
+    def __init__(self, G):
+        self.G, self.shape, self.dtype = G, G.shape, G.dtype
+
+    def _grow(self, a):
+        return np.vstack([a, a[:1]])
+
+    def rows(self, idx):
+        return self._grow(self.G[idx])
+
+    def cols(self, idx):
+        return self._grow(self.G[:, idx])
+
+    def block(self, ridx, cidx):
+        return self._grow(self.G[np.ix_(ridx, cidx)])
+
+    def matmat(self, X):
+        return self._grow(self.G @ X)
+
+    def rmatmat(self, Y):
+        return self._grow(self.G.T @ Y)
 
 
 class SolverContract:
@@ -83,10 +109,17 @@ class SolverContract:
         assert res.V.shape == (M, self.rank)
         assert INFO_KEYS <= set(res.info)
         assert res.info["method"] == self.method
-        for key in ("effort", "n_matvec", "n_block_entries"):
+        for key in ("effort", "n_matvec", "n_block_entries", "n_products"):
             assert isinstance(res.info[key], int) and res.info[key] >= 0
         assert res.info["seconds"] > 0
         assert res.info["n_matvec"] + res.info["n_block_entries"] > 0
+        # Passes: one per product (whatever its width) plus the entries read, in units of G.
+        assert isinstance(res.info["n_passes"], float)
+        assert res.info["n_passes"] == pytest.approx(
+            res.info["n_products"] + res.info["n_block_entries"] / (N * M), rel=1e-12
+        )
+        assert res.info["n_products"] <= res.info["n_matvec"]
+        assert res.info["n_passes"] > 0
         U, s, V = res  # unpacks like np.linalg.svd
         assert U is res.U and s is res.s and V is res.V
 
@@ -183,7 +216,9 @@ class SolverContract:
         G_nan[3, 4] = np.nan
         S_inf = sp.csr_array(G)
         S_inf.data[0] = np.inf
-        other = "n_oversamples" if self.method != "rsvd" else "backend"
+        other = "backend" if "n_oversamples" in solvers.OPTIONS[self.method] else "n_oversamples"
+        masked = np.ma.masked_array(G, mask=np.zeros(G.shape, bool))
+        masked[0, 0] = np.ma.masked
         return [
             ((G, 0), {}, ValueError, "rank"),
             ((G, min(N, M) + 1), {}, ValueError, "rank"),
@@ -200,6 +235,14 @@ class SolverContract:
             ((np.zeros((0, 3)), 1), {}, ValueError, "G must be"),
             ((np.zeros(5), 1), {}, ValueError, "G must be"),
             (("matrix", 1), {}, TypeError, "G must be"),
+            # Issue 11, item 3: no silent reduction to the real part, no numbers from strings.
+            ((G + 1j, 2), {}, ValueError, "complex G is not supported"),
+            ((sp.csr_array(G + 1j), 2), {}, ValueError, "complex G is not supported"),
+            ((aslinearoperator(G + 1j), 2), {}, ValueError, "complex G is not supported"),
+            ((G.astype(object), 2), {}, TypeError, "G must hold real numbers.*object"),
+            (([["1", "2"], ["3", "4"]], 1), {}, TypeError, "G must hold real numbers"),
+            ((masked, 2), {}, ValueError, "G is a masked array with 1 masked"),
+            ((WrongShapeSource(G), 2), {}, ValueError, r"G\.\w+.*returned an array of shape"),
         ]
 
     def test_bad_inputs(self):
@@ -225,6 +268,9 @@ class TestTSVD(SolverContract):
             ({"backend": "lapack"}, ValueError, "backend"),
             ({"tol": -1.0}, ValueError, "tol"),
             ({"tol": np.nan}, ValueError, "tol"),
+            ({"tol": []}, TypeError, "tol must be a real number"),
+            ({"tol": "hi"}, TypeError, "tol must be a real number"),
+            ({"tol": True}, TypeError, "tol must be a real number"),
             ({"maxiter": 0}, ValueError, "maxiter"),
             ({"ncv": rank}, ValueError, "ncv"),
             ({"ncv": kmin}, ValueError, "ncv"),
@@ -262,6 +308,47 @@ class TestRSVD(SolverContract):
             ({"n_iter": "many"}, ValueError, "n_iter"),
             ({"n_iter": -2}, ValueError, "n_iter"),
             ({"power_iteration_normalizer": "SVD"}, ValueError, "power_iteration_normalizer"),
+        ]
+
+
+class TestBlockKrylov(SolverContract):
+    method = "block_krylov"
+
+    def options(self, shape, rank):
+        return {"n_oversamples": 2, "n_iter": 1}
+
+    def full_options(self, shape, rank):
+        # No oversampling: the basis must fill R^min(N, M) by Krylov steps alone.
+        return {"n_oversamples": 0, "n_iter": -(-min(shape) // rank)}
+
+    def bad_options(self, shape, rank):
+        return [
+            ({"n_oversamples": -1}, ValueError, "n_oversamples"),
+            ({"n_iter": "auto"}, TypeError, "n_iter"),
+            ({"n_iter": -1}, ValueError, "n_iter"),
+            ({"power_iteration_normalizer": "LU"}, TypeError, "belongs to method 'rsvd'"),
+        ]
+
+
+class TestGeneralizedNystrom(SolverContract):
+    method = "generalized_nystrom"
+
+    def options(self, shape, rank):
+        return {"n_oversamples": 3}
+
+    def full_options(self, shape, rank):
+        return {"n_oversamples": min(shape)}
+
+    def bad_options(self, shape, rank):
+        return [
+            ({"n_oversamples": -1}, ValueError, "n_oversamples"),
+            ({"n_oversamples": 2.5}, TypeError, "n_oversamples"),
+            ({"left_factor": 0.5}, ValueError, "left_factor"),
+            ({"left_factor": np.inf}, ValueError, "left_factor"),
+            ({"left_factor": "big"}, TypeError, "left_factor"),
+            ({"rcond": 1.0}, ValueError, "rcond"),
+            ({"rcond": -1e-3}, ValueError, "rcond"),
+            ({"n_iter": 2}, TypeError, "n_iter.*belongs to method"),
         ]
 
 
@@ -343,7 +430,8 @@ class TestAsymNystromRaw(TestAsymNystrom):
 
 
 def test_methods_and_exports():
-    assert solvers.METHODS == ("tsvd", "rsvd", "sym_nystrom", "asym_nystrom")
+    assert solvers.METHODS == ("tsvd", "rsvd", "block_krylov", "generalized_nystrom",
+                               "sym_nystrom", "asym_nystrom")
     for name in solvers.METHODS + ("svd", "as_source", "SVDResult", "randomized_range_finder"):
         assert hasattr(solvers, name)
     assert set(solvers.OPTIONS) == set(solvers.METHODS)
@@ -352,3 +440,90 @@ def test_methods_and_exports():
 def test_unknown_method():
     with pytest.raises(ValueError, match="method must be one of"):
         solvers.svd(np.eye(4), 2, method="lanczos")
+
+
+# ---------------------------------------------------------------------------------------------
+# the source protocol's optional members, the counting wrapper and the result's repr
+# ---------------------------------------------------------------------------------------------
+
+
+def _adapters(G):
+    return {
+        "dense": solvers.DenseSource(G),
+        "sparse": solvers.SparseSource(sp.csr_array(G)),
+        "operator": solvers.OperatorSource(aslinearoperator(G)),
+    }
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "operator"])
+def test_adapters_sketch_is_both_products(kind):
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((30, 20))
+    Omega, Psi = rng.standard_normal((20, 4)), rng.standard_normal((30, 3))
+    left, right = _adapters(G)[kind].sketch(Omega, Psi)
+    np.testing.assert_allclose(left, G @ Omega, rtol=1e-13)
+    np.testing.assert_allclose(right, G.T @ Psi, rtol=1e-13)
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_norm_bound_is_the_frobenius_norm(kind):
+    G = np.random.default_rng(1).standard_normal((30, 20)).astype(np.float32)
+    src = _adapters(G)[kind]
+    bound = src.norm_bound()
+    assert bound == pytest.approx(np.linalg.norm(G.astype(np.float64)), rel=1e-12)
+    assert bound >= np.linalg.norm(G.astype(np.float64), 2)
+
+
+def test_tracked_exposes_exactly_the_optional_members_of_its_source():
+    from solvers._validation import Tracked
+
+    G = np.random.default_rng(2).standard_normal((12, 8))
+    optional = ("sketch", "norm_bound", "dense", "row_norms_sq", "col_norms_sq")
+    dense = Tracked(solvers.DenseSource(G), check_finite=False)
+    assert all(hasattr(dense, name) for name in optional)
+    op = Tracked(solvers.OperatorSource(aslinearoperator(G)), check_finite=True)
+    assert [hasattr(op, name) for name in optional] == [True, False, True, False, False]
+    assert dense.norm_bound() == pytest.approx(np.linalg.norm(G))
+    np.testing.assert_allclose(dense.row_norms_sq(), np.sum(G**2, axis=1))
+    np.testing.assert_allclose(dense.col_norms_sq(), np.sum(G**2, axis=0))
+
+
+def test_tracked_counts_passes():
+    from solvers._validation import Tracked
+
+    G = np.random.default_rng(3).standard_normal((12, 8))
+    t = Tracked(solvers.DenseSource(G), check_finite=False)
+    t.matmat(np.ones((8, 3)))
+    t.rmatmat(np.ones((12, 1)))  # one vector is still a whole pass over G
+    left, right = t.sketch(np.ones((8, 2)), np.ones((12, 5)))
+    assert left.shape == (12, 2) and right.shape == (8, 5)
+    t.rows([0, 1, 2])  # 3 * 8 entries: a quarter pass
+    t.block([0, 1], [0, 1, 2])  # 6 entries
+    assert t.n_products == 3 and t.n_matvec == 3 + 1 + 7
+    assert t.n_block_entries == 24 + 6
+    assert t.n_passes == pytest.approx(3 + 30 / 96)
+    np.testing.assert_array_equal(t.dense(), G)
+    assert t.n_passes == pytest.approx(4 + 30 / 96)
+
+
+def test_tracked_checks_both_sketch_outputs():
+    from solvers._validation import Tracked
+
+    class BadSketch(WrongShapeSource):
+        def sketch(self, Omega, Psi):
+            return self.G @ Omega, np.full((self.shape[1], Psi.shape[1]), np.nan)
+
+    G = np.random.default_rng(4).standard_normal((12, 8))
+    t = Tracked(BadSketch(G), check_finite=True)
+    with pytest.raises(ValueError, match=r"finite.*sketch\(Omega, Psi\)\[1\]"):
+        t.sketch(np.ones((8, 2)), np.ones((12, 2)))
+
+
+def test_result_repr_is_short():
+    G = np.random.default_rng(5).standard_normal((400, 300))
+    res = solvers.svd(G, 30, method="rsvd", random_state=0)
+    text = repr(res)
+    assert len(text) < 200 and "\n" not in text
+    assert text.startswith("SVDResult(U=(400, 30), s=[")
+    assert f"{res.s[0]:.5g}" in text and ", ...]" in text
+    assert "method='rsvd'" in text and "n_passes=10" in text and "effort=10" in text

@@ -320,8 +320,9 @@ def test_rank_beyond_compressed_core():
 def test_every_solver_runs_on_source(small_graph, method):
     src = StructuredKernelSource(small_graph, "sne", gamma=0.8)
     exact = structured_svd(src, 5, random_state=0)
-    options = {"tsvd": {"tol": 0.0}, "rsvd": {"n_oversamples": 10},
-               "sym_nystrom": {"n_samples": 300}, "asym_nystrom": {"n_samples": 300}}[method]
+    # the randomized methods (rsvd, block_krylov, generalized_nystrom) share n_oversamples
+    options = {"tsvd": {"tol": 0.0}, "sym_nystrom": {"n_samples": 300},
+               "asym_nystrom": {"n_samples": 300}}.get(method, {"n_oversamples": 10})
     res = solvers.svd(src, 5, method=method, random_state=0, **options)
     assert res.U.shape == (300, 5) and res.V.shape == (300, 5)
     assert np.all(np.diff(res.s) <= 0)
@@ -346,6 +347,106 @@ def test_pubmed_memory_and_arpack_agreement():
     assert peak < 0.02 * n * n * 8  # an N x N float64 array is 3.1 GB; we stay under 62 MB
     arp = solvers.svd(src, 20, method="tsvd", random_state=0, tol=0.0)
     _check_against(res, arp.U, arp.s, arp.V)
+
+
+def test_one_vector_kernels_serial_and_parallel_agree_bitwise(cora):
+    # ARPACK's products: the parallel compile (large operators) and the serial one sum every
+    # row in the same order, whatever the number of threads.
+    from ksvd_bench.kernels import structured as S
+
+    src = StructuredKernelSource(cora, "sne", gamma=paper_gamma(cora, 1.0), center=True)
+    n = cora.shape[0]
+    x = np.random.default_rng(5).standard_normal(n)
+    L, R = src.low_rank_factors
+    w = R.T @ x
+    before = numba.get_num_threads()
+    outs = []
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            for kernel in (S._spmv_lowrank, S._spmv_lowrank_serial):
+                out = np.empty(n)
+                kernel(*src._T, x, L, w, out)
+                outs.append(out)
+            for kernel in (S._gram_lowrank, S._gram_lowrank_serial):
+                z, u, ww = np.empty(n), np.empty(n), np.empty(L.shape[1])
+                kernel(src._T, src._Tt, L, R, x, u, ww, z)
+                outs.append(z)
+    finally:
+        numba.set_num_threads(before)
+    for a, b in zip(outs[0:2] + outs[4:6], outs[0:1] * 2 + outs[4:5] * 2, strict=True):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(outs[2:4] + outs[6:8], outs[2:3] * 2 + outs[6:7] * 2, strict=True):
+        np.testing.assert_array_equal(a, b)
+    G = src.dense()
+    np.testing.assert_allclose(outs[0], G @ x, rtol=0, atol=1e-15 * np.abs(G).sum(1).max())
+    gram = G @ (G.T @ x)
+    np.testing.assert_allclose(outs[2], gram, rtol=0, atol=1e-13 * np.abs(gram).max())
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_compression_choice_does_not_change_the_answer(small_graph, center):
+    src = StructuredKernelSource(small_graph, "sne", gamma=0.8, center=center)
+    ref = structured_svd(src, 6, solver="dense", compress=False, random_state=0)
+    for compress in ("auto", True, False):
+        res = structured_svd(src, 6, solver="arpack", compress=compress, random_state=0)
+        _check_against(res, ref.U, ref.s, ref.V, vals=1e-11, vecs=1e-9)
+        assert res.info["n_passes"] > 0 and res.info["n_matvec"] >= res.info["n_passes"]
+    uncompressed = structured_svd(src, 6, solver="arpack", compress=False, random_state=0)
+    assert not uncompressed.info["compressed"]
+    assert uncompressed.info["core_shape"] == small_graph.shape
+    assert structured_svd(src, 6, solver="arpack", compress=True).info["compressed"]
+
+
+def test_auto_compresses_only_when_it_pays(cora):
+    # Cora's SNE core is a small fraction of G; a synthetic graph's barely compresses.
+    gamma = paper_gamma(cora, 1.0)
+    auto = structured_svd(StructuredKernelSource(cora, "sne", gamma=gamma), 5, random_state=0)
+    g, h = auto.info["core_shape"]
+    assert auto.info["compressed"] and g * h <= 0.5 * cora.shape[0] ** 2
+    A = make_directed_graph(3000, random_state=0).adjacency
+    res = structured_svd(StructuredKernelSource(A, "sne", gamma=paper_gamma(A, 1.0)), 5,
+                         random_state=0)
+    assert not res.info["compressed"] and res.info["core_shape"] == A.shape
+    assert res.info["row_groups"] > 0.8 * A.shape[0]
+
+
+def test_ncv_is_capped_at_the_core(small_graph):
+    src = StructuredKernelSource(small_graph, "sne", gamma=0.8)
+    capped = structured_svd(src, 4, solver="arpack", compress=True, ncv=10_000, random_state=0)
+    ref = structured_svd(src, 4, solver="dense", random_state=0)
+    np.testing.assert_allclose(capped.s, ref.s, rtol=1e-12)
+    assert capped.info["effort"] == min(capped.info["core_shape"])
+    with pytest.raises(ValueError, match="ncv must be > rank"):
+        structured_svd(src, 4, solver="arpack", ncv=4)
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_tsvd_takes_the_exact_path_of_the_source(cora, center):
+    src = StructuredKernelSource(cora, "sne", gamma=paper_gamma(cora, 1.0), center=center)
+    res = solvers.svd(src, 10, method="tsvd", random_state=0)
+    assert res.info["exact_path"] == "source"
+    assert res.info["source_info"]["compressed"]
+    assert res.info["n_matvec"] == res.info["source_info"]["n_matvec"] > 0
+    assert res.info["n_passes"] == res.info["source_info"]["n_passes"] > 0
+    # ARPACK on the full operator through a plain LinearOperator: the same answer
+    plain = solvers.svd(src.aslinearoperator(), 10, method="tsvd", random_state=0)
+    assert plain.info["exact_path"] == "svds"
+    _check_against(res, plain.U, plain.s, plain.V)
+    U, s, V = src.exact_svd(10, random_state=0)  # the protocol member unpacks as a triple
+    np.testing.assert_allclose(s, res.s, rtol=1e-12)
+    # residuals at ARPACK's level: ||G v - s u|| <= 1e-12 s_1
+    G = src.dense()
+    assert np.linalg.norm(G @ res.V - res.U * res.s, axis=0).max() <= 1e-12 * res.s[0]
+    assert np.linalg.norm(G.T @ res.U - res.V * res.s, axis=0).max() <= 1e-12 * res.s[0]
+
+
+def test_exact_path_of_a_float32_source(small_graph):
+    s32 = StructuredKernelSource(small_graph, "sne", gamma=0.7, dtype=np.float32)
+    s64 = StructuredKernelSource(small_graph, "sne", gamma=0.7)
+    res = solvers.svd(s32, 4, method="tsvd", random_state=0)
+    assert res.s.dtype == np.float32 and res.info["exact_path"] == "source"
+    np.testing.assert_allclose(res.s, solvers.svd(s64, 4, method="tsvd").s, rtol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from threadpoolctl import threadpool_limits
 from ksvd_bench.datasets import (
     Graph,
     KernelProblem,
+    make_clustered_points,
     make_directed_graph,
     make_kernel_problem,
     measure_coherence,
@@ -359,3 +360,125 @@ def test_kernel_problem_validation(kwargs, error, match):
     n, m = base.pop("n_rows"), base.pop("n_cols")
     with pytest.raises(error, match=match):
         make_kernel_problem(n, m, **base)
+
+
+# --------------------------------------------------------------------------- clustered points
+
+
+def _top_singular_values(p, kernel, center=False, k=None):
+    from ksvd_bench.kernels import kernel_matrix
+
+    G = kernel_matrix(p.X, p.Z, kernel, gamma=p.gamma, center=center)
+    s = np.linalg.svd(G, compute_uv=False)
+    return s if k is None else s[:k]
+
+
+def test_clustered_points_contract():
+    p = make_clustered_points(300, 200, 16, 4, random_state=0)
+    X, Z = p
+    assert X.shape == (300, 16) and Z.shape == (200, 16)
+    assert X.dtype == Z.dtype == np.float64 and X.flags.c_contiguous
+    assert p.labels_x.shape == (300,) and p.labels_z.shape == (200,)
+    assert p.centers.shape == (4, 16) and p.n_clusters == 4 and p.gamma == 1.0
+    # Z clusters have equal sizes, X clusters follow the default 2..1 proportions exactly
+    np.testing.assert_array_equal(np.bincount(p.labels_z), [50, 50, 50, 50])
+    counts_x = np.bincount(p.labels_x)
+    assert counts_x.sum() == 300 and np.all(np.diff(counts_x) <= 0)
+    w = np.linspace(2, 1, 4)
+    np.testing.assert_allclose(counts_x / 300, w / w.sum(), atol=1 / 300)
+
+
+def test_clustered_points_geometry():
+    p = make_clustered_points(2000, 1000, 64, 5, cluster_std=0.1, separation=3.0, gamma=2.0,
+                              random_state=1)
+    # centres are pairwise `separation * gamma` apart (exactly, since K <= d)
+    diff = p.centers[:, None, :] - p.centers[None, :, :]
+    dist = np.sqrt((diff ** 2).sum(-1))[np.triu_indices(5, 1)]
+    np.testing.assert_allclose(dist, 3.0 * 2.0, rtol=1e-12)
+    # points lie about `cluster_std * gamma` from their own centre
+    radius = np.linalg.norm(p.X - p.centers[p.labels_x], axis=1)
+    assert abs(np.median(radius) - 0.2) < 0.02
+    assert np.linalg.norm(p.Z - p.centers[p.labels_z], axis=1).max() < 0.4
+
+
+def test_clustered_points_deterministic_and_float32():
+    a = make_clustered_points(100, 80, 8, 3, random_state=5)
+    b = make_clustered_points(100, 80, 8, 3, random_state=5)
+    c = make_clustered_points(100, 80, 8, 3, random_state=6)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.labels_z, b.labels_z)
+    assert not np.array_equal(a.X, c.X)
+    f = make_clustered_points(100, 80, 8, 3, random_state=5, dtype=np.float32)
+    assert f.X.dtype == f.Z.dtype == np.float32
+    np.testing.assert_allclose(f.X, a.X, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", ["sne", "rbf"])
+def test_clustered_points_spectral_gap_at_n_clusters(kernel):
+    # the documented gap: sigma_{K+1} / sigma_K ~ 2 cluster_std^2 / d, far below 1e-2
+    p = make_clustered_points(800, 600, 64, 10, random_state=0)
+    s = _top_singular_values(p, kernel)
+    assert s[10] / s[9] < 2e-3
+    assert np.sqrt(np.sum(s[10:] ** 2)) / s[9] < 2e-2
+    # no gap inside the top K: the cluster singular values are spread by at most sqrt(2)
+    assert s[0] / s[9] < 1.6 and np.all(s[1:10] / s[:9] > 0.85)
+
+
+def test_clustered_points_gap_tracks_cluster_std():
+    # the gap scales like cluster_std^2: doubling the radius quadruples sigma_{K+1}/sigma_K
+    ratios = []
+    for std in (0.05, 0.1):
+        s = _top_singular_values(make_clustered_points(600, 600, 32, 6, cluster_std=std,
+                                                       random_state=2), "sne")
+        ratios.append(s[6] / s[5])
+    assert 2.5 < ratios[1] / ratios[0] < 6.0
+
+
+def test_clustered_points_top_subspace_is_the_clusters():
+    # the top-K left singular subspace is (nearly) spanned by the cluster indicators: SNE's
+    # row normaliser cancels the within-cluster row scaling, so only the rank-d term is left
+    from scipy.linalg import subspace_angles
+
+    from ksvd_bench.kernels import kernel_matrix
+
+    p = make_clustered_points(500, 400, 64, 5, random_state=3)
+    U = np.linalg.svd(kernel_matrix(p.X, p.Z, "sne", gamma=p.gamma))[0][:, :5]
+    indicators = (p.labels_x[:, None] == np.arange(5)).astype(float)
+    assert np.sin(subspace_angles(U, indicators).max()) < 1e-4
+
+
+def test_clustered_points_centred_gap_moves_to_k_minus_1():
+    p = make_clustered_points(600, 600, 64, 6, random_state=4)
+    s = _top_singular_values(p, "sne", center=True)
+    assert s[5] / s[4] < 2e-3 and s[4] / s[0] > 0.3
+
+
+def test_clustered_points_more_clusters_than_dimensions():
+    p = make_clustered_points(400, 300, 3, 12, random_state=0)
+    assert p.centers.shape == (12, 3)
+    assert np.bincount(p.labels_x, minlength=12).min() >= 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(n=5, m=10, d=2, n_clusters=6), ValueError, "n_clusters must be <= min"),
+        (dict(n=0, m=10, d=2, n_clusters=1), ValueError, "n must be >= 1"),
+        (dict(n=10, m=10, d=0, n_clusters=1), ValueError, "d must be >= 1"),
+        (dict(n=10.0, m=10, d=2, n_clusters=1), TypeError, "n must be an integer"),
+        (dict(n=10, m=10, d=2, n_clusters=2, cluster_std=0.0), ValueError,
+         "cluster_std must be > 0"),
+        (dict(n=10, m=10, d=2, n_clusters=2, separation=np.inf), ValueError,
+         "separation must be finite"),
+        (dict(n=10, m=10, d=2, n_clusters=2, gamma=-1.0), ValueError, "gamma must be > 0"),
+        (dict(n=10, m=10, d=2, n_clusters=2, weights=[1.0]), ValueError,
+         "weights must have n_clusters=2"),
+        (dict(n=10, m=10, d=2, n_clusters=2, weights=[1.0, 0.0]), ValueError,
+         "weights must be finite and > 0"),
+        (dict(n=10, m=10, d=2, n_clusters=2, dtype=np.int32), ValueError,
+         "dtype must be float32 or float64"),
+    ],
+)
+def test_clustered_points_validation(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make_clustered_points(**kwargs)

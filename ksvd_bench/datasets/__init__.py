@@ -10,7 +10,9 @@ from ._files import DATA_DIR, DatasetError
 from .graphs import FEATURE_GRAPHS, GRAPHS, Graph, load_features, load_graph
 from .synthetic import (
     DECAYS,
+    ClusteredPoints,
     KernelProblem,
+    make_clustered_points,
     make_directed_graph,
     make_kernel_problem,
     measure_coherence,
@@ -24,6 +26,7 @@ __all__ = [
     "GRAPHS",
     "TABLES",
     "TABLE_ALIASES",
+    "ClusteredPoints",
     "DatasetError",
     "Graph",
     "KernelProblem",
@@ -31,6 +34,7 @@ __all__ = [
     "load_features",
     "load_graph",
     "load_table",
+    "make_clustered_points",
     "make_directed_graph",
     "make_kernel_problem",
     "measure_coherence",

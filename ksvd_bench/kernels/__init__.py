@@ -3,7 +3,10 @@
 ``kernel_matrix`` builds ``G_ij = k(x_i, z_j)`` between two point sets (Numba, parallel over
 rows, sparse inputs kept sparse); ``compat_data`` maps the row and column data of a data
 matrix ``A`` into one space (the paper's Algorithm 2); ``ksvd_kernel`` returns the dense G of
-``A`` and ``KernelSource`` a lazy matrix source of it for the solvers.
+``A`` and ``KernelSource`` a lazy matrix source of it for the solvers
+(``KernelSource.from_points(X, Z, ...)``: the lazy G of two point sets). A lazy source never
+stores G: ``matmat``, ``rmatmat`` and ``sketch`` (both products from one pass) are fused tile
+passes that compute each tile of G in cache and multiply it at once.
 ``StructuredKernelSource`` (module ``structured``) is loaded on first attribute access.
 """
 

@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _numba as nb
+from ._fused import count_nonfinite, dense_cross
+from ._fused import one_blas_thread as _one_blas_thread
 from ._params import check_gamma, check_kernel
 
 __all__ = ["kernel_matrix", "center_matrix"]
 
 _KIND = {"rbf": nb.RBF, "sne": nb.SNE, "t": nb.T}
-#: bytes of the cross-product chunk of the fused dense kernel (stays in L2/L3 cache)
-FUSED_CHUNK_BYTES = 1 << 20
-_BLAS = None
-
-
-def _one_blas_thread():
-    """Context limiting BLAS to one thread (the Numba threads do the parallel work)."""
-    global _BLAS
-    if _BLAS is None:
-        # Numba's np.dot calls SciPy's BLAS, which numpy alone does not load: import it
-        # before threadpoolctl takes its inventory of BLAS libraries
-        import scipy.linalg.cython_blas  # noqa: F401
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
+#: rows of one cross-product chunk of the fused dense builder: FUSED_CHUNK_BYTES of float64
+#: and at most 1/FUSED_MIN_CHUNKS of the rows, within [FUSED_MIN_ROWS, FUSED_MAX_ROWS] (sizes
+#: only, never the thread count). BLAS packs all of Z for every chunk, so chunks of a few rows
+#: re-read Z every few rows: measured at N = M = 12000, d = 64 (one thread, G preallocated),
+#: 10-row chunks (the old 1 MiB) cost 2.5 s, 128 rows 1.1 s, 256 rows 1.0 s
+FUSED_CHUNK_BYTES = 32 << 20
+FUSED_MIN_CHUNKS = 16
+FUSED_MIN_ROWS = 16
+FUSED_MAX_ROWS = 256
+#: data whose largest |entry| lies within 2**+-SCALE_FREE_LOG2 is used as it is
+SCALE_FREE_LOG2 = 64
+#: largest accepted log2(data magnitude / gamma): with data scaled to magnitude <= 1, a squared
+#: distance (<= 4 d) times (magnitude / gamma)^2 <= 2**930 stays far from overflow
+MAX_LOG2_RATIO = 465
 
 
 # --------------------------------------------------------------------------- validation
@@ -129,17 +130,28 @@ def cross(X, Z, dtype):
         return np.ascontiguousarray(np.asarray(Z @ np.asarray(X, dtype=dtype).T).T, dtype=dtype)
     if sp.issparse(X):
         return np.ascontiguousarray(np.asarray(X @ np.asarray(Z, dtype=dtype).T), dtype=dtype)
-    X = np.asarray(X, dtype=dtype)
-    Z = np.asarray(Z, dtype=dtype)
-    return X @ Z.T
+    X = np.ascontiguousarray(X, dtype=dtype)
+    Z = np.ascontiguousarray(Z, dtype=dtype)
+    C = np.empty((X.shape[0], Z.shape[0]), dtype=dtype)
+    # numpy's multithreaded GEMM would round differently for each BLAS thread count
+    with _one_blas_thread():
+        dense_cross(X, Z.T, _chunk_rows(X.shape[0], Z.shape[0]), C)
+    return C
 
 
-def evaluate(X, Z, kernel, gamma, degree, coef0, dtype, xx=None, zz=None):
+def _chunk_rows(n, m):
+    """Rows of one chunk of a dense cross product (see ``FUSED_CHUNK_BYTES``)."""
+    return max(FUSED_MIN_ROWS, min(FUSED_MAX_ROWS, FUSED_CHUNK_BYTES // (8 * m),
+                                   -(-n // FUSED_MIN_CHUNKS)))
+
+
+def evaluate(X, Z, kernel, inv_g2, degree, coef0, dtype, xx=None, zz=None):
     """Uncentred kernel matrix plus per-row (shift, scale) for the distance kernels.
 
-    Internal work horse of :func:`kernel_matrix` and of ``KernelSource``: inputs are
-    already validated. Returns ``(G, shift, scale)``; ``shift``/``scale`` are None for
-    "linear"/"poly".
+    Internal work horse of :func:`kernel_matrix`: inputs are already validated and, for
+    the distance kernels, scaled by :func:`scale_for_bandwidth` (``inv_g2`` is
+    ``1 / gamma^2`` on that scale). Returns ``(G, shift, scale)``; ``shift``/``scale`` are
+    None for "linear"/"poly".
     """
     n, m = X.shape[0], Z.shape[0]
     if kernel in _KIND and not sp.issparse(X) and not sp.issparse(Z):
@@ -150,12 +162,12 @@ def evaluate(X, Z, kernel, gamma, degree, coef0, dtype, xx=None, zz=None):
         G = np.empty((n, m), dtype=dtype)
         shift = np.empty(n, dtype=np.float64)
         scale = np.empty(n, dtype=np.float64)
-        chunk = max(1, FUSED_CHUNK_BYTES // (8 * m))
         with _one_blas_thread():
-            nb.dense_fused(G, X, Z.T, xx, zz, 1.0 / (gamma * gamma), _KIND[kernel], shift,
-                           scale, chunk)
+            nb.dense_fused(G, X, Z.T, xx, zz, inv_g2, _KIND[kernel], shift, scale,
+                           _chunk_rows(n, m))
         return G, shift, scale
-    C = cross(X, Z, dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by the caller
+        C = cross(X, Z, dtype)
     if kernel in ("linear", "poly"):
         G = C.toarray().astype(dtype, copy=False) if sp.issparse(C) else C
         G = np.ascontiguousarray(G, dtype=dtype)
@@ -164,7 +176,6 @@ def evaluate(X, Z, kernel, gamma, degree, coef0, dtype, xx=None, zz=None):
         return G, None, None
     xx = squared_norms(X).astype(dtype) if xx is None else xx
     zz = squared_norms(Z).astype(dtype) if zz is None else zz
-    inv_g2 = 1.0 / (gamma * gamma)
     kind = _KIND[kernel]
     shift = np.empty(n, dtype=np.float64)
     scale = np.empty(n, dtype=np.float64)
@@ -180,7 +191,104 @@ def evaluate(X, Z, kernel, gamma, degree, coef0, dtype, xx=None, zz=None):
     return G, shift, scale
 
 
+def _max_abs(X):
+    data = X.data if sp.issparse(X) else X
+    return float(np.max(np.abs(data))) if data.size else 0.0
+
+
+def _times_power_of_two(X, e):
+    """``X * 2**e``: exact (no rounding) for every entry that stays a normal number."""
+    if sp.issparse(X):
+        X = X.copy()
+        X.data = np.ldexp(X.data, e).astype(X.dtype, copy=False)
+        return X
+    return np.ldexp(X, e).astype(X.dtype, copy=False)
+
+
+def scale_for_bandwidth(X, Z, gamma):
+    """Points rescaled by a power of two where needed, and ``1 / gamma^2`` on that scale.
+
+    The distance kernels depend on ``|x - z|^2 / gamma^2`` only. Data of extreme magnitude
+    (largest ``|entry|`` outside ``2**+-64``), or a ``gamma`` far below it, would overflow
+    ``|x|^2`` or ``1 / gamma^2``; both points are then multiplied by ``2**-e`` (exact) so
+    that their largest entry is below 1, and ``gamma`` is measured on the same scale.
+
+    Parameters
+    ----------
+    X, Z : ndarray or CSR matrix
+        Validated, finite points.
+    gamma : float
+        Validated bandwidth (> 0).
+
+    Returns
+    -------
+    X, Z : the (possibly rescaled) points, same types and dtypes
+    inv_g2 : float
+        ``(2**e / gamma)^2`` with ``e`` the exponent applied (0 when unscaled).
+
+    Raises
+    ------
+    ValueError
+        If ``gamma`` is so small relative to the data that ``(magnitude / gamma)^2`` would
+        overflow: the kernel would be a hard nearest-neighbour assignment.
+    """
+    amax = max(_max_abs(X), _max_abs(Z))
+    e = math.frexp(amax)[1] if amax > 0 else 0
+    log2_ratio = e - math.log2(gamma)
+    if abs(e) <= SCALE_FREE_LOG2 and log2_ratio <= MAX_LOG2_RATIO - SCALE_FREE_LOG2:
+        e = 0
+    elif log2_ratio > MAX_LOG2_RATIO:
+        raise ValueError(
+            f"gamma={gamma:.3g} is too small for data of magnitude {amax:.3g}: "
+            f"(magnitude / gamma)^2 overflows float64 (the kernel would be a hard "
+            f"nearest-neighbour assignment); use gamma >= {math.ldexp(1.0, e - MAX_LOG2_RATIO):.3g}"
+            f" or rescale the data"
+        )
+    else:
+        X = _times_power_of_two(X, -e)
+        Z = _times_power_of_two(Z, -e)
+    inv = 1.0 / gamma
+    r = math.ldexp(inv, e) if math.isfinite(inv) else math.ldexp(1.0, e) / gamma
+    return X, Z, r * r
+
+
+def check_finite_kernel(G, kernel, degree):
+    """Raise if a "linear"/"poly" kernel matrix (or product) has non-finite entries."""
+    if kernel in ("linear", "poly") and count_nonfinite(G):
+        what = "x.z" if kernel == "linear" else f"(x.z + coef0)**{degree:g}"
+        raise ValueError(
+            f"kernel {kernel!r} gives non-finite values: {what} overflows the float range"
+            + ("" if kernel == "linear" or float(degree).is_integer()
+               else " or is not real (a non-integer degree of a negative base)")
+            + "; rescale X and Z" + ("" if kernel == "linear" else " or lower degree")
+        )
+
+
 # --------------------------------------------------------------------------- public API
+def check_point_pair(X, Z, kernel, gamma, dtype):
+    """Validate the two point sets of a kernel ``k(x_i, z_j)``, its name, gamma and dtype.
+
+    Returns ``(X, Z, kernel, gamma, dtype)`` as :func:`kernel_matrix` uses them: ``X`` and
+    ``Z`` checked by :func:`check_data` and with the same number of columns, the canonical
+    kernel name and the resolved dtype. ``gamma`` is required, and checked, for the kernels
+    with a bandwidth (rbf, sne, t); for the others it is returned as given.
+    """
+    kernel = check_kernel(kernel)
+    X = check_data(X, "X")
+    Z = check_data(Z, "Z")
+    if X.shape[1] != Z.shape[1]:
+        raise ValueError(
+            f"X and Z must have the same number of features (columns): X has {X.shape[1]}, "
+            f"Z has {Z.shape[1]}"
+        )
+    dtype = _resolve_dtype(dtype, X, Z)
+    if kernel in _KIND:
+        if gamma is None:
+            raise ValueError(f"gamma is required for kernel {kernel!r}")
+        gamma = check_gamma(gamma)
+    return X, Z, kernel, gamma, dtype
+
+
 def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center=False,
                   dtype=None):
     """Dense kernel matrix ``G[i, j] = k(x_i, z_j)`` between the rows of ``X`` and of ``Z``.
@@ -198,7 +306,8 @@ def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center
     gamma : float
         Bandwidth (> 0) of "sne", "rbf" and "t"; required for them, ignored by the others.
     degree : float, default=2
-        Degree (>= 1) of "poly". A non-integer degree gives NaN where ``x.z + coef0 < 0``.
+        Degree (>= 1) of "poly". Values that overflow (or, for a non-integer degree, that
+        are not real because ``x.z + coef0 < 0``) raise ``ValueError``.
     coef0 : float, default=1.0
         Offset of "poly".
     center : bool, default=False
@@ -216,9 +325,10 @@ def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center
     ``X @ Z.T`` (sparse product for two sparse inputs; for two dense inputs BLAS on chunks of
     rows that stay in cache, fused with the kernel so that ``G`` is written once; BLAS is
     held to one thread meanwhile, the Numba threads being the parallel ones); values that
-    cancellation makes negative are clipped at 0. The element-wise work runs in Numba kernels
-    parallel over rows (``prange``) with each row's sums computed serially, so the result
-    does not depend on the number of threads. SNE rows are shifted by their smallest
+    cancellation makes negative are clipped at 0; data of extreme magnitude is first scaled
+    by a power of two (exact), so ``|x|^2`` cannot overflow. The element-wise work runs in
+    Numba kernels parallel over rows (``prange``) with each row's sums computed serially, so
+    the result does not depend on the number of threads. SNE rows are shifted by their smallest
     distance before ``exp`` (log-sum-exp), so they stay finite and sum to 1 for any
     ``gamma > 0``. For two sparse inputs the exp kernels factorise over the structural
     zeros of ``X @ Z.T`` (one ``exp`` per nonzero, not per entry), so building ``G`` costs
@@ -232,24 +342,16 @@ def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center
     >>> np.allclose(G.sum(axis=1), 1.0)
     True
     """
-    kernel = check_kernel(kernel)
-    X = check_data(X, "X")
-    Z = check_data(Z, "Z")
-    if X.shape[1] != Z.shape[1]:
-        raise ValueError(
-            f"X and Z must have the same number of features (columns): X has {X.shape[1]}, "
-            f"Z has {Z.shape[1]}"
-        )
-    dtype = _resolve_dtype(dtype, X, Z)
-    if kernel in _KIND:
-        if gamma is None:
-            raise ValueError(f"gamma is required for kernel {kernel!r}")
-        gamma = check_gamma(gamma)
+    X, Z, kernel, gamma, dtype = check_point_pair(X, Z, kernel, gamma, dtype)
     degree = check_degree(degree)
     coef0 = check_coef0(coef0)
     if not isinstance(center, (bool, np.bool_)):
         raise TypeError(f"center must be a bool, got {type(center).__name__}")
-    G, _, _ = evaluate(X, Z, kernel, gamma, degree, coef0, dtype)
+    inv_g2 = None
+    if kernel in _KIND:
+        X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma)
+    G, _, _ = evaluate(X, Z, kernel, inv_g2, degree, coef0, dtype)
+    check_finite_kernel(G, kernel, degree)
     if center:
         _center_inplace(G)
     return G

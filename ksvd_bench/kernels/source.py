@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from solvers._source import check_index  # solvers imports nothing from ksvd_bench
 
+from . import _fused as F
 from . import _numba as nb
 from ._params import EXP_KERNELS, check_gamma, check_kernel, paper_gamma
 from .compat import compat_data, resolve_compat
@@ -18,16 +19,17 @@ from .matrix import (
     check_coef0,
     check_data,
     check_degree,
-    cross,
-    evaluate,
+    check_finite_kernel,
+    check_point_pair,
     kernel_matrix,
+    scale_for_bandwidth,
     squared_norms,
 )
 
 __all__ = ["ksvd_kernel", "KernelSource"]
 
-#: default bound on the bytes of one streamed row chunk of G (and of its cross products)
-DEFAULT_CHUNK_BYTES = 64 * 2**20
+#: default memory budget of the work buffers of one pass (partial sums of the reductions)
+DEFAULT_CHUNK_BYTES = 32 * 2**20
 
 
 def _resolve_gamma(A, kernel, gamma, bandwidth_factor):
@@ -106,11 +108,41 @@ def _structured_class():
     return StructuredKernelSource
 
 
-class KernelSource:
-    """Lazy matrix source of the KSVD kernel matrix ``G`` of ``A`` (as :func:`ksvd_kernel`).
+def _check_chunk_bytes(chunk_bytes):
+    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)) \
+            or chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be a positive integer, got {chunk_bytes!r}")
+    return int(chunk_bytes)
 
-    Evaluates rows, columns and blocks of ``G`` on demand, normalised and centred exactly
-    as the dense matrix, without ever holding all of ``G``.
+
+def _check_points(X, Z, kernel, gamma, degree, coef0, dtype, center):
+    """Validate two point sets and the kernel's parameters (as :func:`kernel_matrix`)."""
+    X, Z, kernel, gamma, dtype = check_point_pair(X, Z, kernel, gamma, dtype)
+    if kernel not in _KIND and gamma is not None:
+        gamma = check_gamma(gamma)  # linear/poly ignore it; checked as _resolve_gamma does
+    return (X, Z, kernel, gamma, _check_center(center), check_degree(degree),
+            check_coef0(coef0), dtype)
+
+
+def _as_float64(V):
+    return np.ascontiguousarray(V, dtype=np.float64)
+
+
+def _restore(cls, state):
+    """Unpickle a :class:`KernelSource` without running ``__new__``/``__init__``."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
+class KernelSource:
+    """Lazy matrix source of a kernel matrix ``G`` that is never stored.
+
+    ``KernelSource(A, ...)`` is the KSVD kernel matrix of a data matrix ``A`` (as
+    :func:`ksvd_kernel`: compat map, then ``G_ij = k(x_i, z_j)``);
+    :meth:`KernelSource.from_points` is the kernel matrix of two given point sets (as
+    :func:`kernel_matrix`). Both evaluate rows, columns, blocks and whole-matrix products of
+    ``G`` on demand, normalised and centred exactly as the dense matrix.
 
     Parameters
     ----------
@@ -126,38 +158,80 @@ class KernelSource:
         :class:`~ksvd_bench.kernels.structured.StructureIllConditioned`: then the general
         lazy source is used); ``True`` requires it (error otherwise, including
         ``StructureIllConditioned``); ``False`` never.
-    chunk_bytes : int, default=64 MiB
-        Memory budget of one streamed row chunk: ``matmat``, ``rmatmat``, ``dense`` and the
-        set-up pass evaluate ``max(1, chunk_bytes // (16 M))`` rows at a time.
+    chunk_bytes : int, default=32 MiB
+        Memory budget of a pass's work buffers: the per-tile partial sums that keep results
+        independent of the thread count. A budget below one cache tile (16 bytes per entry
+        of a 128 x 384 tile) also shrinks the tiles (for tests).
+    client : distributed.Client, default=None
+        Run the general lazy source's set-up pass and passes as tasks over row blocks on
+        this Dask cluster (returns a
+        :class:`~ksvd_bench.kernels.distributed.DistributedKernelSource`). The structured
+        source stays in process: its products cost about as much as moving their operands
+        to the workers and back (``benchmarks/scripts/bench_distributed.py``).
 
     Attributes
     ----------
     shape : (int, int)
     dtype : numpy.dtype
+        Storage dtype of the points and of returned blocks; products accumulate in float64.
+    kernel : str
     gamma : float or None
         The bandwidth used (None for "linear" and "poly").
     compat : str or None
-        The compat map used.
+        The compat map used (None for :meth:`from_points`).
+    center : bool
+    n_features : int
+        Dimension d of the points (after the compat map for ``KernelSource(A)``).
+    chunk_rows, chunk_cols : int
+        Rows and columns of one tile of the fused passes.
     n_entries : int
         Entries of G evaluated through ``rows``, ``cols`` and ``block`` so far.
     n_matmat : int
-        Number of ``matmat`` plus ``rmatmat`` calls (each evaluates all of G once).
+        Products with G or G.T so far (``matmat`` and ``rmatmat`` count 1, ``sketch`` 2).
+    n_passes : int
+        Whole passes over G so far (``matmat``, ``rmatmat``, ``sketch`` and ``dense`` count
+        1 each; the set-up pass is not counted).
 
     Notes
     -----
-    The constructor makes one streaming pass over row chunks (O(N M d) time) that stores
-    per-row SNE/t shifts and normalisers, and, when centring, the row means, column means
-    and grand mean of the *normalised* kernel: O(N + M) memory besides one chunk. Column
-    sums are accumulated chunk by chunk in a fixed order, so the result does not depend on
-    the number of threads. A block then costs one cross product ``X[ridx] @ Z[cidx].T`` and
-    one Numba pass, and equals the same entries of :func:`ksvd_kernel` to rounding.
+    *Fused passes.* ``matmat``, ``rmatmat`` and ``sketch`` walk G in tiles of
+    ``chunk_rows x chunk_cols``: each tile's cross products come from BLAS, its kernel
+    values are computed in a float64 buffer while in cache and multiplied at once, so no
+    block of G is ever written. Float32 storage keeps float32 points and cross products;
+    kernel values and every sum are float64. Tiles are sized from the shape only and each
+    output is summed by one owner in a fixed order, so results are bitwise independent of
+    the number of Numba threads.
+
+    *Set-up pass.* SNE and t rows need their shift (SNE: the smallest distance, for a stable
+    ``exp``) and normaliser: one streaming pass computes them, with the row sums of squares.
+    Centring needs the row, column and grand means of the normalised kernel: one more pass
+    (or the only one, for rbf, linear and poly). It also gives ``||H G H||_F^2 = sum G^2 -
+    M sum r_i^2 - N sum c_j^2 + N M g^2`` for :meth:`norm_bound`. Centring is then applied
+    algebraically to products, ``(G - r 1^T - 1 c^T + g 1 1^T) V = G V - (r - g) (1^T V)
+    - 1 (c^T V)``, and entry by entry to blocks.
+
+    *Extreme scales.* Exp and t kernels rescale the points by a power of two when their
+    magnitude or ``gamma`` is extreme (exact), so ``|x|^2`` and ``1/gamma^2`` cannot
+    overflow; a ``gamma`` too small for any float64 kernel raises ``ValueError``. A linear
+    or poly kernel whose values overflow raises ``ValueError`` when they are computed.
+
+    *Scale-out hooks.* The private methods :meth:`_setup_rows`, :meth:`_finish_setup`,
+    :meth:`_pass_rows` and :meth:`_block_rows` express every pass as work on a range of rows
+    plus a reduction in a fixed order; :meth:`_from_arrays` builds a source without the
+    set-up pass, and the object pickles as its points and per-row constants. A distributed
+    wrapper runs these on row blocks; in process they run on ``[0, N)``.
     """
 
-    def __new__(cls, A, kernel="sne", *, gamma=None, bandwidth_factor=1.0, compat="auto",
+    def __new__(cls, A=None, kernel="sne", *, gamma=None, bandwidth_factor=1.0, compat="auto",
                 center=True, random_state=None, degree=2, coef0=1.0, dtype=None,
-                structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES):
+                structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES, client=None):
         if structured not in ("auto", True, False):
             raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
+        if client is not None and cls is KernelSource:
+            return _on_cluster(A, kernel, gamma=gamma, bandwidth_factor=bandwidth_factor,
+                               compat=compat, center=center, random_state=random_state,
+                               degree=degree, coef0=coef0, dtype=dtype, structured=structured,
+                               chunk_bytes=chunk_bytes, client=client)
         if structured is False or cls is not KernelSource:
             return super().__new__(cls)
         kernel_ok = isinstance(kernel, str) and kernel in EXP_KERNELS
@@ -195,88 +269,318 @@ class KernelSource:
 
     def __init__(self, A, kernel="sne", *, gamma=None, bandwidth_factor=1.0, compat="auto",
                  center=True, random_state=None, degree=2, coef0=1.0, dtype=None,
-                 structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES):
-        self.kernel = check_kernel(kernel)
+                 structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES, client=None):
+        kernel = check_kernel(kernel)
         A = check_data(A, "A")
-        self.dtype = _resolve_dtype(dtype, A)
-        self.compat = resolve_compat(compat, A.shape)
-        self.center = _check_center(center)
-        self.degree = check_degree(degree)
-        self.coef0 = check_coef0(coef0)
-        self.gamma = _resolve_gamma(A, self.kernel, gamma, bandwidth_factor)
-        if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)) \
-                or chunk_bytes < 1:
-            raise ValueError(f"chunk_bytes must be a positive integer, got {chunk_bytes!r}")
-        self.shape = (A.shape[0], A.shape[1])
-        X, Z = compat_data(A, self.compat, random_state=random_state)
-        self._X = X.astype(self.dtype, copy=False)
-        self._Z = Z.astype(self.dtype, copy=False)
-        self._xx = squared_norms(self._X).astype(self.dtype)
-        self._zz = squared_norms(self._Z).astype(self.dtype)
-        n, m = self.shape
-        self.chunk_rows = int(max(1, min(n, chunk_bytes // (16 * m))))
+        dtype = _resolve_dtype(dtype, A)
+        compat = resolve_compat(compat, A.shape)
+        center = _check_center(center)
+        degree = check_degree(degree)
+        coef0 = check_coef0(coef0)
+        gamma = _resolve_gamma(A, kernel, gamma, bandwidth_factor)
+        chunk_bytes = _check_chunk_bytes(chunk_bytes)
+        X, Z = compat_data(A, compat, random_state=random_state)
+        self._init_points(X, Z, kernel, gamma, center, degree, coef0, dtype, chunk_bytes)
+        self.compat = compat
+        if client is None:  # else the cluster runs it (see _on_cluster)
+            self._run_setup()
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_points(cls, X, Z, kernel="sne", *, gamma=None, center=False, degree=2, coef0=1.0,
+                    dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, client=None):
+        """Lazy kernel matrix of two point sets, ``G_ij = k(x_i, z_j)``.
+
+        Equal to ``kernel_matrix(X, Z, kernel, ...)`` to rounding (SNE and t rows are
+        normalised over all of ``Z``), without ever storing it.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (N, d)
+            Row points ``x_i``; sparse input stays sparse.
+        Z : array-like or scipy sparse matrix of shape (M, d)
+            Column points ``z_j``.
+        kernel : {"sne", "rbf", "t", "linear", "poly"}, default="sne"
+            See :func:`kernel_matrix`.
+        gamma : float
+            Bandwidth (> 0); required for "sne", "rbf" and "t", ignored by the others.
+        center : bool, default=False
+            Double-centre G, ``H_N G H_M`` (as ``kernel_matrix(..., center=True)``).
+        degree, coef0 : float
+            Parameters of "poly".
+        dtype : {None, float32, float64}, default=None
+            Storage dtype; None gives float32 when both inputs are float32, else float64.
+            Products accumulate in float64 either way.
+        chunk_bytes : int, default=32 MiB
+            Memory budget of a pass's work buffers (see the class docstring).
+        client : distributed.Client, default=None
+            Run the set-up pass and every pass as tasks over row blocks on this Dask
+            cluster: returns a
+            :class:`~ksvd_bench.kernels.distributed.DistributedKernelSource`.
+
+        Returns
+        -------
+        KernelSource
+            Its set-up pass (SNE/t normalisers, centring means) has run.
+
+        Raises
+        ------
+        ValueError
+            Non-finite or empty ``X``/``Z``, a different number of features, a missing or
+            non-positive ``gamma`` (exp and t kernels), bad ``degree``/``dtype``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X, Z = rng.normal(size=(50, 3)), rng.normal(size=(40, 3))
+        >>> S = KernelSource.from_points(X, Z, "sne", gamma=1.0)
+        >>> G = kernel_matrix(X, Z, "sne", gamma=1.0)
+        >>> V = rng.normal(size=(40, 2))
+        >>> bool(np.allclose(S.matmat(V), G @ V))
+        True
+        """
+        if client is not None:
+            from .distributed import DistributedKernelSource, check_client
+
+            check_client(client)
+        src = cls._from_arrays(X, Z, kernel, gamma=gamma, center=center, degree=degree,
+                               coef0=coef0, dtype=dtype, chunk_bytes=chunk_bytes,
+                               setup=client is None)
+        return src if client is None else DistributedKernelSource(src, client)
+
+    @classmethod
+    def _from_arrays(cls, X, Z, kernel="sne", *, gamma=None, center=False, degree=2, coef0=1.0,
+                     dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, setup=True):
+        """:meth:`from_points` with the set-up pass optional (scale-out hook).
+
+        With ``setup=False`` the source holds its points but no per-row constants: run
+        :meth:`_setup_rows` on row ranges covering ``[0, N)`` (anywhere, e.g. as tasks on
+        pickled copies) and hand the results to :meth:`_finish_setup` before any product.
+        """
+        args = _check_points(X, Z, kernel, gamma, degree, coef0, dtype, center)
+        obj = object.__new__(cls)
+        obj._init_points(*args, _check_chunk_bytes(chunk_bytes))
+        obj.compat = None
+        if setup:
+            obj._run_setup()
+        return obj
+
+    def _init_points(self, X, Z, kernel, gamma, center, degree, coef0, dtype, chunk_bytes):
+        """Store the points in the layout of the fused passes; no pass is run."""
+        self.kernel = kernel
+        self.gamma = gamma
+        self.center = center
+        self.degree = degree
+        self.coef0 = coef0
+        self.dtype = np.dtype(dtype)
+        self.shape = (X.shape[0], Z.shape[0])
+        self.n_features = X.shape[1]
+        inv_g2 = 0.0
+        if kernel in _KIND:
+            X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma)
+        self._params = F.Params(_CODE[kernel], float(inv_g2), float(coef0), float(degree))
+        xsp, zsp = sp.issparse(X), sp.issparse(Z)
+        self._mode = (F.BOTH_SPARSE if xsp and zsp else F.X_SPARSE if xsp
+                      else F.Z_SPARSE if zsp else F.DENSE)
+        X, Z = self._cast(X), self._cast(Z)
+        # norms of the stored (rounded) points, so that d = |x|^2 + |z|^2 - 2 x.z cancels
+        self._xx = squared_norms(X).astype(self.dtype)
+        self._zz = squared_norms(Z).astype(self.dtype)
+        # one dense side is stored transposed when the other is sparse (axpy-friendly)
+        self._X = np.ascontiguousarray(X.T) if self._mode == F.Z_SPARSE else X
+        self._Z = np.ascontiguousarray(Z.T) if self._mode == F.X_SPARSE else Z
+        self._chunk_bytes = chunk_bytes
+        self.chunk_rows, self.chunk_cols = F.tile_shape(self.shape[1], chunk_bytes)
         self.n_entries = 0
         self.n_matmat = 0
+        self.n_passes = 0
+        n = self.shape[0]
         self._shift = np.zeros(n)
         self._scale = np.ones(n)
-        self._rmean = self._cmean = None
+        self._rmean = np.zeros(n)
+        self._cmean = np.zeros(self.shape[1])
         self._gmean = 0.0
-        self._setup_pass()
+        self._sumsq = None  # sum of squares of the uncentred G, when a pass gave it
+        self._ready = False
+
+    def _cast(self, V):
+        """``V`` in the storage dtype: CSR, or a C-contiguous array."""
+        if sp.issparse(V):
+            return sp.csr_matrix(V, dtype=self.dtype)
+        return np.ascontiguousarray(V, dtype=self.dtype)
+
+    def _run_setup(self):
+        self._finish_setup([self._setup_rows(0, self.shape[0])])
+
+    def __reduce__(self):
+        return _restore, (type(self), dict(self.__dict__))
 
     # ----------------------------------------------------------------- internals
-    def _chunks(self):
-        n = self.shape[0]
-        for start in range(0, n, self.chunk_rows):
-            yield start, min(start + self.chunk_rows, n)
+    @property
+    def _normalised(self):
+        return self.kernel in ("sne", "t")
 
-    def _setup_pass(self):
-        """One streaming pass: row shifts/normalisers and the centring means."""
-        needs_rows = self.kernel in ("sne", "t")
-        if not (needs_rows or self.center):
-            return
-        n, m = self.shape
-        rsum = np.empty(n)
-        csum = np.zeros(m)
-        for a, b in self._chunks():
-            G, shift, scale = evaluate(self._X[a:b], self._Z, self.kernel, self.gamma,
-                                       self.degree, self.coef0, self.dtype,
-                                       self._xx[a:b], self._zz)
-            if shift is not None:
-                self._shift[a:b] = shift
-                self._scale[a:b] = scale
-            if self.center:
-                rsum[a:b] = nb.row_sums(G)
-                csum += nb.col_sums(G)
-        if self.center:
-            self._rmean = rsum / m
-            self._cmean = csum / n
-            self._gmean = nb.ordered_sum(self._rmean) / n
+    @property
+    def _tiles(self):
+        return self.chunk_rows, self.chunk_cols
+
+    def _take_x(self, rows):
+        """Stored row points ``X[rows]`` (an index array or a slice)."""
+        if self._mode == F.Z_SPARSE:
+            return np.ascontiguousarray(self._X[:, rows])
+        return self._X[rows]
+
+    def _take_z(self, cols):
+        if self._mode == F.X_SPARSE:
+            return np.ascontiguousarray(self._Z[:, cols])
+        return self._Z[cols]
+
+    def _points(self, X=None, Z=None, xx=None, zz=None):
+        """The Numba view (:class:`_fused.Points`) of all points, or of the given subsets."""
+        X = self._X if X is None else X
+        Z = self._Z if Z is None else Z
+        xx = self._xx if xx is None else xx
+        zz = self._zz if zz is None else zz
+        empty2 = np.empty((0, 0), dtype=self.dtype)
+        x = _csr_arrays(X, self.dtype) if sp.issparse(X) else (_EMPTY_IDX, _EMPTY_IDX,
+                                                                 np.empty(0, self.dtype))
+        z = _csr_arrays(Z, self.dtype) if sp.issparse(Z) else (_EMPTY_IDX, _EMPTY_IDX,
+                                                                 np.empty(0, self.dtype))
+        xd = empty2 if sp.issparse(X) else X
+        zd = empty2 if sp.issparse(Z) else Z
+        return F.Points(self._mode, self.n_features, xd, *x, zd, *z, xx, zz)
+
+    def _check_ready(self):
+        if not self._ready:
+            raise RuntimeError("the set-up pass has not run: call _finish_setup with the "
+                               "results of _setup_rows over [0, N) first")
+
+    def _check_range(self, a, b):
+        n = self.shape[0]
+        if not (isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer))
+                and 0 <= a <= b <= n):
+            raise ValueError(f"row range must satisfy 0 <= a <= b <= {n}, got ({a!r}, {b!r})")
+        return int(a), int(b)
 
     def _eval(self, ridx, cidx):
         """Block ``G[ridx][:, cidx]``; None stands for all rows / all columns."""
-        X = self._X if ridx is None else self._X[ridx]
-        Z = self._Z if cidx is None else self._Z[cidx]
-        xx = self._xx if ridx is None else self._xx[ridx]
-        zz = self._zz if cidx is None else self._zz[cidx]
-        B = cross(X, Z, self.dtype)
-        B = B.toarray() if sp.issparse(B) else B
-        B = np.ascontiguousarray(B, dtype=self.dtype)
-        if self.kernel == "poly":
-            nb.poly_inplace(B, self.dtype.type(self.coef0), self.dtype.type(self.degree))
-        elif self.kernel != "linear":
-            shift = self._shift if ridx is None else self._shift[ridx]
-            scale = self._scale if ridx is None else self._scale[ridx]
-            nb.block_rows(B, xx, zz, 1.0 / (self.gamma * self.gamma), _KIND[self.kernel],
-                          shift, scale)
-        if self.center:
-            rm = self._rmean if ridx is None else self._rmean[ridx]
-            cm = self._cmean if cidx is None else self._cmean[cidx]
-            nb.center_inplace(B, rm.astype(self.dtype), cm.astype(self.dtype),
-                              self.dtype.type(self._gmean))
+        self._check_ready()
+        rows = slice(None) if ridx is None else ridx
+        cols = slice(None) if cidx is None else cidx
+        P = self._points(self._take_x(rows), self._take_z(cols), self._xx[rows],
+                         self._zz[cols])
+        B = F.fill_block(P, self._params, self._tiles, self._shift[rows], self._scale[rows],
+                         self._rmean[rows], self._cmean[cols], self._gmean, self.center,
+                         self.dtype)
+        check_finite_kernel(B, self.kernel, self.degree)
         return B
 
     def _empty(self, r, c):
         return np.empty((r, c), dtype=self.dtype)
+
+    # ----------------------------------------------------------------- scale-out hooks
+    def _setup_rows(self, a, b):
+        """Partial set-up results of rows ``[a, b)`` (a scale-out hook; any process).
+
+        Returns
+        -------
+        dict
+            ``"rows"``: ``(a, b)``; ``"shift"``, ``"scale"``: per-row SNE/t shift and
+            normaliser, shape (b - a,) (0 and 1 for other kernels); ``"rowsum"``: row sums
+            of the normalised kernel (b - a,) or None when not centring; ``"colsum"``: this
+            range's column sums (M,) or None; ``"sumsq"``: this range's sum of squares of the
+            normalised, uncentred G, or None when no pass was needed (uncentred rbf, linear,
+            poly: then nothing is computed).
+        """
+        a, b = self._check_range(a, b)
+        if not (self._normalised or self.center):
+            return {"rows": (a, b), "shift": np.zeros(b - a), "scale": np.ones(b - a),
+                    "rowsum": None, "colsum": None, "sumsq": None}
+        return F.setup_rows(self._points(), self._params, self._tiles, a, b, self._normalised,
+                            self.center, self._chunk_bytes)
+
+    def _finish_setup(self, parts):
+        """Combine :meth:`_setup_rows` results whose ranges tile ``[0, N)`` (list order).
+
+        Column sums and sums of squares are added in the order of ``parts``, so a fixed
+        list gives a fixed result.
+        """
+        n, m = self.shape
+        ranges = sorted(p["rows"] for p in parts)
+        if not ranges or ranges[0][0] != 0 or ranges[-1][1] != n or any(
+                r[1] != s[0] for r, s in zip(ranges[:-1], ranges[1:], strict=True)):
+            raise ValueError(f"the row ranges of parts must tile [0, {n}) exactly, got "
+                             f"{ranges}")
+        shift, scale, rowsum = np.zeros(n), np.ones(n), np.zeros(n)
+        colsum = np.zeros(m)
+        sumsq = 0.0
+        for p in parts:
+            a, b = p["rows"]
+            shift[a:b] = p["shift"]
+            scale[a:b] = p["scale"]
+            if self.center:
+                rowsum[a:b] = p["rowsum"]
+                colsum += p["colsum"]
+            sumsq = None if sumsq is None or p["sumsq"] is None else sumsq + p["sumsq"]
+        self._shift, self._scale, self._sumsq = shift, scale, sumsq
+        if self.center:
+            self._rmean = rowsum / m
+            self._cmean = colsum / n
+            self._gmean = nb.ordered_sum(self._rmean) / n
+        self._ready = True
+
+    def _pass_rows(self, a, b, Omega=None, Psi_rows=None):
+        """``(G[a:b] @ Omega, G[a:b].T @ Psi_rows)`` from one pass (scale-out hook).
+
+        Centring included: stacking the first parts of consecutive ranges gives
+        ``G @ Omega``, and summing the second parts (in order) gives ``G.T @ Psi``.
+        ``Omega`` is (M, k), ``Psi_rows`` is (b - a, k'); either may be None (its result is
+        then None). Results are float64.
+        """
+        self._check_ready()
+        a, b = self._check_range(a, b)
+        Om = None if Omega is None else _as_float64(Omega)
+        Psi = None if Psi_rows is None else _as_float64(Psi_rows)
+        if Om is not None and (Om.ndim != 2 or Om.shape[0] != self.shape[1]):
+            raise ValueError(f"Omega must be 2-d with {self.shape[1]} rows, got {Om.shape}")
+        if Psi is not None and (Psi.ndim != 2 or Psi.shape[0] != b - a):
+            raise ValueError(f"Psi_rows must be 2-d with {b - a} rows, got {Psi.shape}")
+        # operands without columns have empty products and need no pass
+        Y = None if Om is None else np.zeros((b - a, Om.shape[1]))
+        W = None if Psi is None else np.zeros((self.shape[1], Psi.shape[1]))
+        Om = Om if Om is not None and Om.shape[1] else None
+        Psi = Psi if Psi is not None and Psi.shape[1] else None
+        if Om is None and Psi is None:
+            return Y, W
+        Yp, Wp = F.products(self._points(), self._params, self._tiles, a, b, self._shift,
+                            self._scale, Om, Psi, self._chunk_bytes)
+        Y = Y if Yp is None else Yp
+        W = W if Wp is None else Wp
+        if self.center:
+            self._center_products(a, b, Om, Psi, Yp, Wp)
+        for R in (Y, W):
+            if R is not None:
+                check_finite_kernel(R, self.kernel, self.degree)
+        return Y, W
+
+    def _center_products(self, a, b, Om, Psi, Y, W):
+        """Apply ``H G H`` to uncentred products in place: ``G V - (r - g)(1^T V) - 1 (c^T V)``."""
+        r = self._rmean[a:b] - self._gmean
+        if Y is not None:
+            Y -= np.outer(r, F.ordered_dot(np.ones(Om.shape[0]), Om))
+            Y -= F.ordered_dot(self._cmean, Om)[None, :]
+        if W is not None:
+            W -= F.ordered_dot(r, Psi)[None, :]
+            W -= np.outer(self._cmean, F.ordered_dot(np.ones(Psi.shape[0]), Psi))
+
+    def _block_rows(self, a, b, cidx):
+        """``G[a:b][:, cidx]`` (a scale-out hook for ``cols``)."""
+        a, b = self._check_range(a, b)
+        c = check_index(cidx, self.shape[1], "column indices")
+        if b == a or c.size == 0:
+            return self._empty(b - a, c.size)
+        return self._eval(slice(a, b), c)
 
     # ----------------------------------------------------------------- protocol
     def rows(self, idx):
@@ -310,33 +614,115 @@ class KernelSource:
         V2 = V[:, None] if vec else V
         if V2.ndim != 2 or V2.shape[0] != n:
             raise ValueError(f"{name} must have {n} rows, got shape {V.shape}")
+        if not np.all(np.isfinite(V2)):
+            raise ValueError(f"{name} contains NaN or Inf")
         return V2, vec
 
+    def _result(self, R, V, vec):
+        R = R.astype(np.result_type(self.dtype, V), copy=False)
+        return R[:, 0] if vec else R
+
     def matmat(self, X):
-        """``G @ X`` for a dense ``(M, k)`` array, streamed over row chunks of G."""
+        """``G @ X`` for a dense ``(M, k)`` array (or a vector): one fused pass."""
         V, vec = self._check_operand(X, self.shape[1], "X")
-        out = np.empty((self.shape[0], V.shape[1]), dtype=np.result_type(self.dtype, V))
-        for a, b in self._chunks():
-            out[a:b] = self._eval(np.arange(a, b), None) @ V
+        Y, _ = self._pass_rows(0, self.shape[0], V, None)
         self.n_matmat += 1
-        return out[:, 0] if vec else out
+        self.n_passes += 1
+        return self._result(Y, V, vec)
 
     def rmatmat(self, Y):
-        """``G.T @ Y`` for a dense ``(N, k)`` array, streamed over row chunks of G."""
-        W, vec = self._check_operand(Y, self.shape[0], "Y")
-        out = np.zeros((self.shape[1], W.shape[1]), dtype=np.result_type(self.dtype, W))
-        for a, b in self._chunks():
-            out += self._eval(np.arange(a, b), None).T @ W[a:b]
+        """``G.T @ Y`` for a dense ``(N, k)`` array (or a vector): one fused pass."""
+        U, vec = self._check_operand(Y, self.shape[0], "Y")
+        _, W = self._pass_rows(0, self.shape[0], None, U)
         self.n_matmat += 1
-        return out[:, 0] if vec else out
+        self.n_passes += 1
+        return self._result(W, U, vec)
+
+    def sketch(self, Omega, Psi):
+        """``(G @ Omega, G.T @ Psi)`` from ONE fused pass over G.
+
+        Parameters
+        ----------
+        Omega : ndarray of shape (M, k) or (M,)
+        Psi : ndarray of shape (N, l) or (N,)
+
+        Returns
+        -------
+        Y : ndarray of shape (N, k) or (N,)
+        W : ndarray of shape (M, l) or (M,)
+        """
+        Om, vo = self._check_operand(Omega, self.shape[1], "Omega")
+        Ps, vp = self._check_operand(Psi, self.shape[0], "Psi")
+        Y, W = self._pass_rows(0, self.shape[0], Om, Ps)
+        self.n_matmat += 2
+        self.n_passes += 1
+        return self._result(Y, Om, vo), self._result(W, Ps, vp)
 
     def dense(self):
-        """All of G as a dense array (O(N M) memory)."""
-        out = np.empty(self.shape, dtype=self.dtype)
-        for a, b in self._chunks():
-            out[a:b] = self._eval(np.arange(a, b), None)
-        return out
+        """All of G as a dense array (O(N M) memory; one pass)."""
+        self.n_passes += 1
+        return self._eval(None, None)
+
+    def norm_bound(self):
+        """A cheap upper bound on the spectral norm ``||G||_2``.
+
+        The Frobenius norm of the (normalised, centred) G where the set-up pass measured it
+        (SNE, t, or any centred kernel), padded for rounding; otherwise an analytic bound
+        from the points, O(N + M): ``sqrt(N M)`` for rbf (entries in [0, 1]),
+        ``||X||_F ||Z||_F`` for linear, ``sqrt(sum_i (|x_i|^2 + |c|)^p sum_j (|z_j|^2 +
+        |c|)^p)`` for poly (Cauchy-Schwarz). Centring never raises the norm (``H`` is a
+        projection), so an uncentred bound also bounds ``H G H``.
+        """
+        self._check_ready()
+        n, m = self.shape
+        pad = 1e-5 if self.dtype == np.float32 else 1e-10
+        if self._sumsq is None:
+            bound = self._analytic_bound()
+        elif self.center:
+            fro2 = (self._sumsq - m * F.ordered_sum_squares(self._rmean)
+                    - n * F.ordered_sum_squares(self._cmean) + n * m * self._gmean ** 2)
+            # the four terms are each at most sum G^2: cancellation error is below this slack
+            slack = 8 * (n + m) * np.finfo(np.float64).eps * self._sumsq
+            bound = min(np.sqrt(max(fro2, 0.0) + slack), np.sqrt(self._sumsq))
+        else:
+            bound = np.sqrt(self._sumsq)
+        return float(bound * (1 + pad))
+
+    def _analytic_bound(self):
+        n, m = self.shape
+        xx = self._xx.astype(np.float64)
+        zz = self._zz.astype(np.float64)
+        if self.kernel == "linear":
+            return float(np.sqrt(xx.sum()) * np.sqrt(zz.sum()))
+        if self.kernel == "poly":
+            c = abs(self.coef0)
+            with np.errstate(over="ignore"):
+                return float(np.sqrt(np.sum((xx + c) ** self.degree))
+                             * np.sqrt(np.sum((zz + c) ** self.degree)))
+        return float(np.sqrt(n) * np.sqrt(m))  # rbf: entries in [0, 1]
 
     def __repr__(self):
         return (f"KernelSource(shape={self.shape}, kernel={self.kernel!r}, gamma={self.gamma}, "
                 f"compat={self.compat!r}, center={self.center}, dtype={self.dtype})")
+
+
+def _on_cluster(A, kernel, *, structured, client, **params):
+    """``KernelSource(A, ..., client=client)``: passes on the cluster, structured in process."""
+    from .distributed import DistributedKernelSource, check_client
+
+    check_client(client)
+    obj = KernelSource.__new__(KernelSource, A, kernel, structured=structured, **params)
+    if type(obj) is not KernelSource:
+        return obj  # the structured source (see the class docstring)
+    obj.__init__(A, kernel, structured=structured, client=client, **params)
+    return DistributedKernelSource(obj, client)
+
+
+_EMPTY_IDX = np.empty(0, dtype=np.int64)
+_CODE = {"rbf": F.RBF, "sne": F.SNE, "t": F.T, "linear": F.LINEAR, "poly": F.POLY}
+
+
+def _csr_arrays(V, dtype):
+    """``(indptr, indices, data)`` of a CSR matrix as int64, int64 and ``dtype`` arrays."""
+    return (V.indptr.astype(np.int64, copy=False), V.indices.astype(np.int64, copy=False),
+            V.data.astype(dtype, copy=False))

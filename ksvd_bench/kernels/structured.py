@@ -14,7 +14,10 @@ as a sparse matrix plus a rank-``q`` term (``q = 1`` uncentred, ``3`` centred),
     ``G = T + L R^T``,  ``T`` with the pattern of ``P``,  ``L`` (N x q),  ``R`` (M x q),
 
 and :func:`structured_svd` computes its exact top singular triplets after an exact compression
-of the duplicated rows and columns of ``G``.
+of the duplicated rows and columns of ``G`` (when it pays; otherwise on ``G`` itself). The
+source offers it to ``solvers.tsvd`` as the optional protocol member
+:meth:`StructuredKernelSource.exact_svd`, so ``solvers.svd(source, r, method="tsvd")`` takes
+this path.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import numbers
 import time
+import types
 
 import numba
 import numpy as np
@@ -222,24 +226,107 @@ class _Threads:
         return False
 
 
-@numba.njit(fastmath=True, cache=True)
-def _spmv_lowrank_serial(indptr, indices, data, x, L, R, out):
-    """One-vector case ``out = T x + L (R^T x)``, serial (the inner loop of ARPACK)."""
+#: fastmath without "reassoc". With it LLVM turns a sparse row's dot product into AVX-512
+#: gathers, which are slower than scalar loads (2x on the AMD EPYC this was measured on);
+#: without it every row is summed in storage order, by the serial and the parallel compile.
+_FASTMATH_ORDERED = {"nnan", "ninf", "nsz", "arcp", "contract", "afn"}
+
+
+def _compile_ordered(func):
+    """``(parallel, serial)`` compiles of ``func`` with :data:`_FASTMATH_ORDERED`.
+
+    As :func:`~ksvd_bench.kernels._numba.compile_twice` (a renamed twin, so that Numba's disk
+    cache keeps the two apart) with the ordered fastmath flags.
+    """
+    twin = types.FunctionType(func.__code__, func.__globals__, func.__name__ + "_serial",
+                              func.__defaults__, func.__closure__)
+    twin.__qualname__ = func.__qualname__ + "_serial"
+    twin.__doc__ = func.__doc__
+    return (numba.njit(parallel=True, fastmath=_FASTMATH_ORDERED, cache=True)(func),
+            numba.njit(fastmath=_FASTMATH_ORDERED, cache=True)(twin))
+
+
+def _spmv_lowrank_py(indptr, indices, data, x, L, w, out):
+    """One-vector ``out = T x + L w`` (``w = R^T x``): the inner loop of a Krylov solver.
+
+    Each row is summed in storage order (sparse terms, then the ``q`` low-rank terms) into a
+    float64 accumulator, so float32 storage gives float64 products and the bits do not depend
+    on the number of threads.
+    """
     q = L.shape[1]
-    m = x.shape[0]
-    w = np.zeros(q)
-    for s in range(q):
+    for i in prange(out.shape[0]):
         acc = 0.0
-        for j in range(m):
-            acc += R[j, s] * x[j]
-        w[s] = acc
-    for i in range(out.shape[0]):
-        acc = 0.0
-        for s in range(q):
-            acc += L[i, s] * w[s]
         for p in range(indptr[i], indptr[i + 1]):
             acc += data[p] * x[indices[p]]
+        for s in range(q):
+            acc += L[i, s] * w[s]
         out[i] = acc
+
+
+_spmv_lowrank, _spmv_lowrank_serial = _compile_ordered(_spmv_lowrank_py)
+
+
+@numba.njit(fastmath=_FASTMATH_ORDERED, cache=True)
+def _project_vector(R, x, w):
+    """``w = R^T x``, one serial sum per entry (thread-count independent)."""
+    for s in range(R.shape[1]):
+        acc = 0.0
+        for j in range(x.shape[0]):
+            acc += R[j, s] * x[j]
+        w[s] = acc
+
+
+def _lowrank_matvec(parts, L, R, x, out):
+    """``out = T x + L (R^T x)`` for one vector; big products use the parallel compile.
+
+    The choice depends on the size of the operator only, and both compiles sum every entry in
+    the same order, so the bits never depend on the number of threads.
+    """
+    w = np.empty(R.shape[1], dtype=np.float64)
+    _project_vector(R, x, w)
+    if parts[2].shape[0] + (L.shape[0] + R.shape[0]) * L.shape[1] >= _PARALLEL_WORK:
+        _spmv_lowrank(parts[0], parts[1], parts[2], x, L, w, out)
+    else:
+        _spmv_lowrank_serial(parts[0], parts[1], parts[2], x, L, w, out)
+    return out
+
+
+def _gram_lowrank_py(a_parts, at_parts, L, R, x, u, w, z):
+    """``z = A (A^T x)`` for ``A = T + L R^T`` (``a_parts``: T in CSR, ``at_parts``: T^T in
+    CSR); ``u`` (A^T x) and ``w`` (q numbers) are workspace. One call per step of ARPACK on
+    the Gram matrix: a Python call and its allocations cost as much as the products on
+    small cores. Rows are summed in storage order, as in :func:`_spmv_lowrank_py`.
+    """
+    q = L.shape[1]
+    for s in range(q):
+        acc = 0.0
+        for i in range(x.shape[0]):
+            acc += L[i, s] * x[i]
+        w[s] = acc
+    indptr, indices, data = at_parts
+    for j in prange(u.shape[0]):
+        acc = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            acc += data[p] * x[indices[p]]
+        for s in range(q):
+            acc += R[j, s] * w[s]
+        u[j] = acc
+    for s in range(q):
+        acc = 0.0
+        for j in range(u.shape[0]):
+            acc += R[j, s] * u[j]
+        w[s] = acc
+    indptr, indices, data = a_parts
+    for i in prange(z.shape[0]):
+        acc = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            acc += data[p] * u[indices[p]]
+        for s in range(q):
+            acc += L[i, s] * w[s]
+        z[i] = acc
+
+
+_gram_lowrank, _gram_lowrank_serial = _compile_ordered(_gram_lowrank_py)
 
 
 def _lowrank_product(parts, L, R, X, dtype):
@@ -249,7 +336,9 @@ def _lowrank_product(parts, L, R, X, dtype):
     depend on the number of threads."""
     out = np.empty((L.shape[0], X.shape[1]), dtype=dtype)
     if X.shape[1] == 1:  # Krylov solvers: one vector at a time
-        _spmv_lowrank_serial(parts[0], parts[1], parts[2], X[:, 0], L, R, out[:, 0])
+        col = np.empty(L.shape[0], dtype=np.float64) if dtype != np.float64 else out[:, 0]
+        _lowrank_matvec(parts, L, R, np.ascontiguousarray(X[:, 0]), col)
+        out[:, 0] = col
         return out
     W = np.empty((R.shape[1], X.shape[1]), dtype=dtype)
     work = X.shape[1] * (parts[2].shape[0] + (L.shape[0] + R.shape[0]) * L.shape[1])
@@ -752,6 +841,33 @@ class StructuredKernelSource:
         """Alias of :meth:`dense`."""
         return self.dense()
 
+    def norm_bound(self):
+        """Upper bound on ``||G||_2``: the Frobenius norm of ``G = T + L R^T`` (cached).
+
+        The optional protocol member the Nyström solvers check their answers against.
+        ``||G||_F^2 = ||T||_F^2 + 2 sum_k L_k^T T R_k + sum((L^T L) * (R^T R))``, in
+        ``O(q nnz + N q^2)``; a slack covers the rounding of that sum (and of the entries
+        ``rows``/``cols`` return), and the triangle bound ``||T||_F + ||L R^T||_F`` caps it.
+        """
+        bound = getattr(self, "_norm_bound", None)
+        if bound is None:
+            T = self.sparse_part.astype(np.float64)
+            L = self._L.astype(np.float64)
+            R = self._R.astype(np.float64)
+            sparse2 = float(T.data @ T.data)
+            cross = float(np.sum(L * (T @ R)))
+            gram = (L.T @ L) * (R.T @ R)
+            lowrank2 = max(float(gram.sum()), 0.0)
+            eps = np.finfo(np.float64).eps
+            # The three terms may cancel (centring); their rounding is below this slack.
+            size = sparse2 + 2 * abs(cross) + float(np.abs(gram).sum())
+            slack = 8 * (self.shape[0] + self.rank_one_terms) * eps * size
+            fro = np.sqrt(max(sparse2 + 2 * cross + lowrank2, 0.0) + slack)
+            bound = min(fro, np.sqrt(sparse2) + np.sqrt(lowrank2 + slack))
+            bound *= 1 + 4 * np.finfo(self.dtype).eps
+            self._norm_bound = float(bound)
+        return bound
+
     def aslinearoperator(self):
         """``G`` as a :class:`scipy.sparse.linalg.LinearOperator`."""
         return LinearOperator(
@@ -762,6 +878,30 @@ class StructuredKernelSource:
     def svd(self, rank, **options):
         """Exact top-``rank`` SVD; see :func:`structured_svd`."""
         return structured_svd(self, rank, **options)
+
+    def exact_svd(self, rank, *, random_state=None, tol=0.0, maxiter=None, ncv=None):
+        """Exact top-``rank`` SVD: the optional protocol member of :func:`solvers.tsvd`.
+
+        ``solvers.tsvd`` (ARPACK backend) calls it instead of running ARPACK on the
+        operator; it is :func:`structured_svd` with ``solver="auto"`` and
+        ``compress="auto"``: exact compression when it pays, ARPACK (``tol``, ``maxiter``,
+        ``ncv`` as in ``tsvd``, converged to the same tolerance) on the smaller Gram
+        matrix of the core or of ``G`` with the source's own one-vector products.
+
+        Returns
+        -------
+        solvers.SVDResult
+            Unpacks as ``U, s, V``; its ``info`` says what was multiplied (see
+            :func:`structured_svd`). Unlike :func:`structured_svd`, the signs are left as
+            the solver found them (``tsvd`` applies the sign convention).
+        """
+        t0 = time.perf_counter()
+        args = ("auto", tol, maxiter, ncv, 600, "auto")
+        rank = _check_structured_svd_args(self, rank, *args)
+        # No sign convention here: solvers.tsvd applies its own to whatever it receives.
+        U, s, V, info = _exact_triplets(self, rank, *args, np.random.default_rng(random_state))
+        info["seconds"] = time.perf_counter() - t0
+        return _result(self, U, s, V, info)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -812,65 +952,70 @@ def _span_basis(F):
     return Uf[:, keep], sf[keep, None] * Wt[keep]
 
 
-class _Compression:
-    """``G = Q_r C Q_c^T`` with ``C = T_C + L_C R_C^T`` small (see :func:`structured_svd`)."""
+#: ``structured_svd(compress="auto")`` solves on the compressed core when its area is at
+#: most this fraction of ``N * M`` (PubMed: 0.04); otherwise building the core costs more than
+#: it saves (synthetic graphs: 0.99 N x 0.90 N) and the solve runs on ``G`` itself.
+COMPRESS_MAX_AREA = 0.5
 
-    def __init__(self, source):
-        indptr, indices, data = source._T
-        Tt_indptr, Tt_indices, Tt_data = source._Tt
-        L = source._L.astype(np.float64)
-        R = source._R.astype(np.float64)
-        n, m = source.shape
-        self.shape = (n, m)
 
-        self.row_empty, row_reps, self.row_group, self.row_sizes = _group_rows(
-            indptr, indices, data, L
-        )
-        self.col_empty, col_reps, self.col_group, self.col_sizes = _group_rows(
-            Tt_indptr, Tt_indices, Tt_data, R
-        )
-        self.Qz, LzC = _span_basis(L[self.row_empty])
-        self.Qy, RyC = _span_basis(R[self.col_empty])
-        g, h = row_reps.size, col_reps.size
-        wr = np.sqrt(self.row_sizes.astype(np.float64))
-        wc = np.sqrt(self.col_sizes.astype(np.float64))
-        self.L = np.ascontiguousarray(np.vstack([wr[:, None] * L[row_reps], LzC]))
-        self.R = np.ascontiguousarray(np.vstack([wc[:, None] * R[col_reps], RyC]))
-        # Core sparse part: T restricted to representative rows and columns, scaled.
-        Tcsr = sp.csr_matrix((data, indices, indptr), shape=(n, m))[row_reps]
-        col_map = np.full(m, -1, dtype=np.int64)
-        col_map[col_reps] = np.arange(h)
-        Tcsr = Tcsr.tocoo()
-        keep = col_map[Tcsr.col] >= 0  # columns of a group other than its representative
-        rows_c = Tcsr.row[keep]
-        cols_c = col_map[Tcsr.col[keep]]
-        vals = Tcsr.data[keep].astype(np.float64) * wr[rows_c] * wc[cols_c]
-        self.core_shape = (self.L.shape[0], self.R.shape[0])
-        Tc = sp.csr_matrix((vals, (rows_c, cols_c)), shape=self.core_shape)
-        Tc.sort_indices()
-        Tct = Tc.T.tocsr()
-        self.Tc = (Tc.indptr.astype(np.int64), Tc.indices.astype(np.int64), Tc.data)
-        self.Tct = (Tct.indptr.astype(np.int64), Tct.indices.astype(np.int64), Tct.data)
-        self.nnz = int(Tc.nnz)
-        self.n_row_groups, self.n_col_groups = g, h
+class _Operator:
+    """``C = T_C + L_C R_C^T`` with float64 products, counting what a solver multiplies.
+
+    ``Tc``/``Tct`` are ``(indptr, indices, data)`` of ``T_C`` and ``T_C^T`` in CSR (data in
+    float32 or float64; every product accumulates in float64). ``n_matvec`` counts vectors
+    multiplied by ``C`` or ``C^T``; ``n_passes`` counts product calls, each of which reads the
+    whole stored operator once.
+    """
+
+    def __init__(self, Tc, Tct, L, R, shape):
+        self.Tc, self.Tct = Tc, Tct
+        self.L, self.R = L, R
+        self.core_shape = (int(shape[0]), int(shape[1]))
+        self.nnz = int(Tc[2].shape[0])
+        self.n_matvec = 0
+        self.n_passes = 0
+
+    def _count(self, k):
+        self.n_matvec += k
+        self.n_passes += 1
 
     def matmat(self, X):
         X = np.ascontiguousarray(X, dtype=np.float64)
+        self._count(X.shape[1])
         return _lowrank_product(self.Tc, self.L, self.R, X, np.float64)
 
     def rmatmat(self, Y):
         Y = np.ascontiguousarray(Y, dtype=np.float64)
+        self._count(Y.shape[1])
         return _lowrank_product(self.Tct, self.R, self.L, Y, np.float64)
 
     def matvec(self, x):
+        self._count(1)
         out = np.empty(self.core_shape[0])
-        _spmv_lowrank_serial(*self.Tc, x, self.L, self.R, out)
-        return out
+        return _lowrank_matvec(self.Tc, self.L, self.R, np.ascontiguousarray(x, np.float64), out)
 
     def rmatvec(self, y):
+        self._count(1)
         out = np.empty(self.core_shape[1])
-        _spmv_lowrank_serial(*self.Tct, y, self.R, self.L, out)
-        return out
+        return _lowrank_matvec(self.Tct, self.R, self.L, np.ascontiguousarray(y, np.float64),
+                               out)
+
+    def gram(self, x, left):
+        """``C C^T x`` (``left``) or ``C^T C x``: two products in one Numba call."""
+        self.n_matvec += 2
+        self.n_passes += 2
+        if left:
+            a, at, L, R = self.Tc, self.Tct, self.L, self.R
+        else:
+            a, at, L, R = self.Tct, self.Tc, self.R, self.L
+        z = np.empty(L.shape[0])
+        u = np.empty(R.shape[0])
+        w = np.empty(L.shape[1])
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        work = a[2].shape[0] + (L.shape[0] + R.shape[0]) * L.shape[1]
+        kernel = _gram_lowrank if work >= _PARALLEL_WORK else _gram_lowrank_serial
+        kernel(a, at, L, R, x, u, w, z)
+        return z
 
     def dense(self):
         out = np.empty(self.core_shape)
@@ -879,15 +1024,75 @@ class _Compression:
             _gather_rows(*self.Tc, self.L, self.R, idx, out)
         return out
 
+
+class _Uncompressed(_Operator):
+    """``G`` itself as the core (``Q_r = Q_c = I``): the source's stored parts, no copy."""
+
+    def __init__(self, source):
+        super().__init__(source._T, source._Tt, source._L, source._R, source.shape)
+
+    @staticmethod
+    def expand_left(Uc):
+        return Uc
+
+    expand_right = expand_left
+
+
+class _Grouping:
+    """Classes of identical rows and columns of ``G`` and the size of the core they give."""
+
+    def __init__(self, source):
+        indptr, indices, data = source._T
+        L = source._L.astype(np.float64)
+        R = source._R.astype(np.float64)
+        self.row_empty, self.row_reps, self.row_group, self.row_sizes = _group_rows(
+            indptr, indices, data, L
+        )
+        self.col_empty, self.col_reps, self.col_group, self.col_sizes = _group_rows(
+            *source._Tt, R
+        )
+        self.Qz, self.LzC = _span_basis(L[self.row_empty])
+        self.Qy, self.RyC = _span_basis(R[self.col_empty])
+        self.L, self.R = L, R
+        self.core_shape = (self.row_reps.size + self.Qz.shape[1],
+                           self.col_reps.size + self.Qy.shape[1])
+
+
+class _Compression(_Operator):
+    """``G = Q_r C Q_c^T`` with ``C = T_C + L_C R_C^T`` small (see :func:`structured_svd`)."""
+
+    def __init__(self, source, groups):
+        indptr, indices, data = source._T
+        n, m = source.shape
+        self.shape = (n, m)
+        self.row_empty, self.row_group, self.row_sizes = (
+            groups.row_empty, groups.row_group, groups.row_sizes)
+        self.col_empty, self.col_group, self.col_sizes = (
+            groups.col_empty, groups.col_group, groups.col_sizes)
+        self.Qz, self.Qy = groups.Qz, groups.Qy
+        row_reps, col_reps = groups.row_reps, groups.col_reps
+        h = col_reps.size
+        wr = np.sqrt(self.row_sizes.astype(np.float64))
+        wc = np.sqrt(self.col_sizes.astype(np.float64))
+        L = np.ascontiguousarray(np.vstack([wr[:, None] * groups.L[row_reps], groups.LzC]))
+        R = np.ascontiguousarray(np.vstack([wc[:, None] * groups.R[col_reps], groups.RyC]))
+        # Core sparse part: T restricted to representative rows and columns, scaled.
+        col_map = np.full(m, -1, dtype=np.int64)
+        col_map[col_reps] = np.arange(h)
+        core_shape = groups.core_shape
+        Tc = _core_csr(indptr, indices, data, row_reps.astype(np.int64), col_map, wr, wc,
+                       core_shape[0])
+        super().__init__(Tc, _transpose_csr(*Tc, core_shape[1]), L, R, core_shape)
+
     @staticmethod
     def _expand(Uc, group, sizes, empty, Qz, n):
-        g = sizes.size
-        U = np.zeros((n, Uc.shape[1]))
-        full = group >= 0
-        U[full] = Uc[group[full]] / np.sqrt(sizes[group[full]])[:, None]
-        if Qz.shape[1]:
-            U[empty] = Qz @ Uc[g:]
-        return U
+        empty_pos = np.full(n, -1, dtype=np.int64)
+        empty_pos[empty] = np.arange(empty.size)
+        out = np.empty((n, Uc.shape[1]))
+        _expand_rows(np.ascontiguousarray(Uc, dtype=np.float64), group,
+                     np.sqrt(sizes.astype(np.float64)), empty_pos,
+                     np.ascontiguousarray(Qz, dtype=np.float64), sizes.size, out)
+        return out
 
     def expand_left(self, Uc):
         return self._expand(Uc, self.row_group, self.row_sizes, self.row_empty, self.Qz,
@@ -896,6 +1101,74 @@ class _Compression:
     def expand_right(self, Vc):
         return self._expand(Vc, self.col_group, self.col_sizes, self.col_empty, self.Qy,
                             self.shape[1])
+
+
+@numba.njit(cache=True)
+def _core_csr(indptr, indices, data, row_reps, col_map, wr, wc, n_rows):
+    """CSR (``n_rows`` rows, the last ones empty) of ``T[row_reps]`` on the columns with
+    ``col_map >= 0``, renumbered by ``col_map`` and scaled by ``wr`` (rows) and ``wc`` (columns)."""
+    g = row_reps.shape[0]
+    ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    for r in range(g):
+        i = row_reps[r]
+        count = 0
+        for p in range(indptr[i], indptr[i + 1]):
+            if col_map[indices[p]] >= 0:
+                count += 1
+        ptr[r + 1] = ptr[r] + count
+    for r in range(g, n_rows):
+        ptr[r + 1] = ptr[g]
+    ind = np.empty(ptr[g], dtype=np.int64)
+    val = np.empty(ptr[g], dtype=np.float64)
+    for r in range(g):
+        i = row_reps[r]
+        k = ptr[r]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = col_map[indices[p]]
+            if j >= 0:
+                ind[k] = j
+                val[k] = data[p] * wr[r] * wc[j]
+                k += 1
+    return ptr, ind, val
+
+
+@numba.njit(cache=True)
+def _transpose_csr(indptr, indices, data, n_cols):
+    """CSR of the transpose (rows of the result list their entries in increasing order)."""
+    ptr = np.zeros(n_cols + 1, dtype=np.int64)
+    for p in range(indices.shape[0]):
+        ptr[indices[p] + 1] += 1
+    for j in range(n_cols):
+        ptr[j + 1] += ptr[j]
+    fill = ptr[:-1].copy()
+    ind = np.empty(indices.shape[0], dtype=np.int64)
+    val = np.empty(indices.shape[0], dtype=data.dtype)
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            ind[fill[j]] = i
+            val[fill[j]] = data[p]
+            fill[j] += 1
+    return ptr, ind, val
+
+
+@numba.njit(cache=True)
+def _expand_rows(Uc, group, sqrt_sizes, empty_pos, Qz, g, out):
+    """``out = Q_r Uc``: a class member gets its class's row over ``sqrt(class size)``, an
+    empty row its coordinates in the empty rows' span (``Qz``) times the last rows of ``Uc``."""
+    q = Qz.shape[1]
+    for i in range(out.shape[0]):
+        gi = group[i]
+        if gi >= 0:
+            for c in range(out.shape[1]):
+                out[i, c] = Uc[gi, c] / sqrt_sizes[gi]
+        else:
+            e = empty_pos[i]
+            for c in range(out.shape[1]):
+                acc = 0.0
+                for s in range(q):
+                    acc += Qz[e, s] * Uc[g + s, c]
+                out[i, c] = acc
 
 
 def _check_rank(rank, shape):
@@ -907,22 +1180,13 @@ def _check_rank(rank, shape):
     return rank
 
 
-def _core_svd_arpack(core, rank, tol, maxiter, ncv, rng, counter):
+def _core_svd_arpack(core, rank, tol, maxiter, ncv, rng):
     """Top-``rank`` SVD of the core by ARPACK on its smaller Gram matrix plus Rayleigh-Ritz."""
     g, h = core.core_shape
     left = g <= h
     dim = min(g, h)
 
-    if left:
-        def gram(x):
-            counter[0] += 2
-            return core.matvec(core.rmatvec(np.ascontiguousarray(x, dtype=np.float64).ravel()))
-    else:
-        def gram(x):
-            counter[0] += 2
-            return core.rmatvec(core.matvec(np.ascontiguousarray(x, dtype=np.float64).ravel()))
-
-    op = LinearOperator((dim, dim), matvec=gram, dtype=np.float64)
+    op = LinearOperator((dim, dim), matvec=lambda x: core.gram(x, left), dtype=np.float64)
     v0 = rng.uniform(-1.0, 1.0, dim)
     _, Q = eigsh(op, k=rank, which="LA", tol=tol, maxiter=maxiter, ncv=ncv, v0=v0)
     # Rayleigh-Ritz on the converged subspace: values to eps * s_1 (not eps * s_1^2 / s_i).
@@ -934,7 +1198,6 @@ def _core_svd_arpack(core, rank, tol, maxiter, ncv, rng, counter):
         Y = core.matmat(Q)
         Uc, s, Wt = sla.svd(Y, full_matrices=False)
         Vc = Q @ Wt.T
-    counter[0] += rank
     return Uc, s, Vc
 
 
@@ -946,6 +1209,44 @@ def _complete(U, k, rng):
     return np.hstack([U, np.linalg.qr(Z)[0]])
 
 
+def _check_structured_svd_args(source, rank, solver, tol, maxiter, ncv, dense_max, compress):
+    if not isinstance(source, StructuredKernelSource):
+        raise TypeError(
+            f"source must be a StructuredKernelSource, got {type(source).__name__}"
+        )
+    rank = _check_rank(rank, source.shape)
+    if solver not in ("auto", "arpack", "dense"):
+        raise ValueError(f"solver must be 'auto', 'arpack' or 'dense', got {solver!r}")
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
+        raise ValueError(f"tol must be a real number >= 0, got {tol!r}")
+    if maxiter is not None and (isinstance(maxiter, bool) or not isinstance(
+            maxiter, numbers.Integral) or maxiter < 1):
+        raise ValueError(f"maxiter must be a positive int or None, got {maxiter!r}")
+    if ncv is not None and (isinstance(ncv, bool) or not isinstance(ncv, numbers.Integral)):
+        raise TypeError(f"ncv must be an int or None, got {type(ncv).__name__}")
+    if isinstance(dense_max, bool) or not isinstance(dense_max, numbers.Integral) or dense_max < 0:
+        raise ValueError(f"dense_max must be a non-negative int, got {dense_max!r}")
+    if compress not in ("auto", True, False):
+        raise ValueError(f"compress must be 'auto', True or False, got {compress!r}")
+    return rank
+
+
+def _build_core(source, compress):
+    """The operator the SVD runs on: the compressed core, or ``G`` when that saves little."""
+    if compress is False:
+        return _Uncompressed(source)
+    groups = _Grouping(source)
+    g, h = groups.core_shape
+    n, m = source.shape
+    if compress == "auto" and g * h > COMPRESS_MAX_AREA * n * m:
+        core = _Uncompressed(source)
+    else:
+        core = _Compression(source, groups)
+    core.n_row_groups = int(groups.row_reps.size)
+    core.n_col_groups = int(groups.col_reps.size)
+    return core
+
+
 def structured_svd(
     source,
     rank,
@@ -955,6 +1256,7 @@ def structured_svd(
     maxiter=None,
     ncv=None,
     dense_max=600,
+    compress="auto",
     random_state=None,
 ):
     """Exact top-``rank`` SVD of a :class:`StructuredKernelSource` by exact compression.
@@ -974,9 +1276,14 @@ def structured_svd(
     maxiter : int, optional
         ARPACK iteration cap.
     ncv : int, optional
-        ARPACK Lanczos vectors, default ``max(2 * rank + 1, 20)`` capped by the core size.
+        ARPACK Lanczos vectors, ``> rank``; default ``max(2 * rank + 1, 20)``. Either is
+        capped at the core's smaller side (which the caller cannot know in advance).
     dense_max : int, default=600
         Threshold of ``solver="auto"``.
+    compress : {"auto", True, False}, default="auto"
+        Whether to solve on the compressed core (True) or on ``G`` itself (False);
+        ``"auto"`` compresses when the core's area is at most :data:`COMPRESS_MAX_AREA`
+        times ``N * M`` (finding the classes costs a few products; building the core more).
     random_state : None, int or numpy.random.Generator
         Seeds ARPACK's start vector (and the completion of exactly-zero triplets).
 
@@ -986,9 +1293,11 @@ def structured_svd(
         ``U`` (N, rank), ``s`` descending, ``V`` (M, rank) in ``source.dtype``, the solvers'
         sign convention; ``info`` has ``"method"`` (``"structured"``), ``"effort"`` (ncv, 0
         for dense), ``"n_matvec"`` (vectors multiplied by the core or its transpose),
-        ``"n_block_entries"`` (0), ``"seconds"``, ``"solver"``, ``"core_shape"``,
-        ``"core_nnz"``, ``"row_groups"`` and ``"col_groups"`` (classes of identical rows and
-        columns with a non-empty sparse part).
+        ``"n_passes"`` (product calls; each reads the stored core once, which costs at most
+        what a product with ``G`` does), ``"n_block_entries"`` (0), ``"seconds"``,
+        ``"solver"``, ``"compressed"``, ``"core_shape"`` (``G``'s shape when not
+        compressed), ``"core_nnz"``, ``"row_groups"`` and ``"col_groups"`` (classes of
+        identical rows and columns with a non-empty sparse part; None when not computed).
 
     Notes
     -----
@@ -1001,32 +1310,45 @@ def structured_svd(
     becomes about 2236 x 6264). The SVD of ``C`` gives that of ``G``:
     ``U = Q_r U_C``, ``V = Q_c V_C``. On PubMed the compression also shrinks ARPACK's
     orthogonalisation work, which dominates a Krylov solve on the full operator.
+
+    ARPACK's products are one-vector products on the stored CSR form, summed row by row in a
+    fixed order (parallel over rows for large operators, so the bits do not depend on the
+    number of threads); ARPACK's own BLAS runs on one thread beside them.
     """
     t0 = time.perf_counter()
-    if not isinstance(source, StructuredKernelSource):
-        raise TypeError(
-            f"source must be a StructuredKernelSource, got {type(source).__name__}"
-        )
-    rank = _check_rank(rank, source.shape)
-    if solver not in ("auto", "arpack", "dense"):
-        raise ValueError(f"solver must be 'auto', 'arpack' or 'dense', got {solver!r}")
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
-        raise ValueError(f"tol must be a real number >= 0, got {tol!r}")
-    if maxiter is not None and (isinstance(maxiter, bool) or not isinstance(
-            maxiter, numbers.Integral) or maxiter < 1):
-        raise ValueError(f"maxiter must be a positive int or None, got {maxiter!r}")
-    if isinstance(dense_max, bool) or not isinstance(dense_max, numbers.Integral) or dense_max < 0:
-        raise ValueError(f"dense_max must be a non-negative int, got {dense_max!r}")
-    rng = np.random.default_rng(random_state)
+    rank = _check_structured_svd_args(source, rank, solver, tol, maxiter, ncv, dense_max,
+                                      compress)
+    U, s, V, info = _exact_triplets(source, rank, solver, tol, maxiter, ncv, dense_max,
+                                    compress, np.random.default_rng(random_state))
+    _fix_signs(U, V)
+    info["seconds"] = time.perf_counter() - t0
+    return _result(source, U, s, V, info)
 
-    core = _Compression(source)
+
+def _fix_signs(U, V):
+    """The solvers' sign convention: the largest-magnitude entry of each ``U[:, i]`` > 0."""
+    top = np.argmax(np.abs(U), axis=0)
+    sign = np.sign(U[top, np.arange(U.shape[1])])
+    sign[sign == 0] = 1
+    U *= sign
+    V *= sign
+
+
+def _result(source, U, s, V, info):
+    dt = source.dtype
+    return SVDResult(U=U.astype(dt, copy=False), s=s.astype(dt, copy=False),
+                     V=V.astype(dt, copy=False), info=info)
+
+
+def _exact_triplets(source, rank, solver, tol, maxiter, ncv, dense_max, compress, rng):
+    """``(U, s, V, info)`` of :func:`structured_svd` (float64, ``s`` descending, any signs)."""
+    core = _build_core(source, compress)
     dim = min(core.core_shape)
     k = min(rank, dim)
     if ncv is not None:
-        if isinstance(ncv, bool) or not isinstance(ncv, numbers.Integral):
-            raise TypeError(f"ncv must be an int or None, got {type(ncv).__name__}")
-        if not k < ncv <= dim:
-            raise ValueError(f"ncv must be in ({k}, {dim}] for this problem, got {ncv}")
+        if not k < ncv:
+            raise ValueError(f"ncv must be > rank = {k}, got {ncv}")
+        ncv = min(int(ncv), dim)
     else:
         ncv = min(dim, max(2 * k + 1, 20))
     use_dense = solver == "dense" or (
@@ -1036,7 +1358,6 @@ def structured_svd(
         raise ValueError(
             f"solver='arpack' needs rank < {dim - 1} (the compressed core is {core.core_shape})"
         )
-    counter = [0]
     if k == 0:
         Uc = np.zeros((core.core_shape[0], 0))
         Vc = np.zeros((core.core_shape[1], 0))
@@ -1046,13 +1367,14 @@ def structured_svd(
         # Small cores only: one BLAS thread is as fast and immune to oversubscription.
         with _Threads(work=_PARALLEL_WORK, blas=dim <= dense_max):
             Uc, s, Vct = sla.svd(core.dense(), full_matrices=False, lapack_driver="gesdd")
+        core.n_passes += 1  # read once, row by row
         Uc, s, Vc = Uc[:, :k], s[:k], Vct[:k].T
         effort = 0
     else:
         # ARPACK's own work is BLAS on (dim x ncv) blocks: one BLAS thread avoids
         # contention with the Numba products it calls back into.
         with _Threads(work=_PARALLEL_WORK, blas=True):
-            Uc, s, Vc = _core_svd_arpack(core, k, tol, maxiter, ncv, rng, counter)
+            Uc, s, Vc = _core_svd_arpack(core, k, tol, maxiter, ncv, rng)
         effort = ncv
     order = np.argsort(-s, kind="stable")
     U = core.expand_left(Uc[:, order])
@@ -1062,23 +1384,17 @@ def structured_svd(
         U = _complete(U, rank - k, rng)
         V = _complete(V, rank - k, rng)
         s = np.concatenate([s, np.zeros(rank - k)])
-    top = np.argmax(np.abs(U), axis=0)
-    sign = np.sign(U[top, np.arange(rank)])
-    sign[sign == 0] = 1
-    U *= sign
-    V *= sign
     info = {
         "method": "structured",
         "effort": int(effort),
-        "n_matvec": int(counter[0]),
+        "n_matvec": int(core.n_matvec),
+        "n_passes": int(core.n_passes),
         "n_block_entries": 0,
-        "seconds": time.perf_counter() - t0,
         "solver": "dense" if use_dense else "arpack",
-        "core_shape": tuple(int(x) for x in core.core_shape),
+        "compressed": isinstance(core, _Compression),
+        "core_shape": core.core_shape,
         "core_nnz": core.nnz,
-        "row_groups": core.n_row_groups,
-        "col_groups": core.n_col_groups,
+        "row_groups": getattr(core, "n_row_groups", None),
+        "col_groups": getattr(core, "n_col_groups", None),
     }
-    dt = source.dtype
-    return SVDResult(U=U.astype(dt, copy=False), s=s.astype(dt, copy=False),
-                     V=V.astype(dt, copy=False), info=info)
+    return U, s, V, info

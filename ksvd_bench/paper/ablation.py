@@ -15,6 +15,8 @@ import scipy.linalg
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 from ksvd_bench.paper import paper_numbers
+from ksvd_bench.paper._result import ExperimentResult
+from ksvd_bench.paper.node_classification import check_count
 from ksvd_bench.paper.uci import (
     UCI_DATASETS,
     _seed,
@@ -65,8 +67,8 @@ def run_ablation(
 
     Returns
     -------
-    dict
-        ``rows``: dataset x method with the paper's metric (AUROC or RMSE) mean/std and the
+    ExperimentResult
+        A dict: ``rows``, dataset x method with the paper's metric (AUROC or RMSE) mean/std and the
         paper's value; ``protocol``.
     """
     from tqdm.auto import tqdm
@@ -74,6 +76,8 @@ def run_ablation(
     if compat not in paper_numbers.COMPAT_LABELS:
         raise ValueError(f"compat must be one of {tuple(paper_numbers.COMPAT_LABELS)}, "
                          f"got {compat!r}")
+    n_runs = check_count(n_runs, "n_runs")
+    check_count(n_components, "n_components")
     if table_loader is None:
         from ksvd_bench.datasets import load_table as table_loader
     rng = np.random.default_rng(random_state)
@@ -104,4 +108,4 @@ def run_ablation(
         n_components=n_components,
         random_state=random_state,
     )
-    return dict(rows=rows, protocol=protocol)
+    return ExperimentResult("ablation", rows=rows, protocol=protocol)

@@ -22,7 +22,14 @@ from scipy.sparse.linalg import svds
 from sklearn.neighbors import NearestNeighbors
 
 from ksvd_bench.paper import paper_numbers
-from ksvd_bench.paper.node_classification import METHODS, _rng_seed, node_embeddings
+from ksvd_bench.paper._result import ExperimentResult
+from ksvd_bench.paper.node_classification import (
+    METHODS,
+    _rng_seed,
+    check_count,
+    check_has_edges,
+    node_embeddings,
+)
 
 EMBEDDING_SCALES = ("u", "us", "sqrt")
 
@@ -153,21 +160,25 @@ def run_graph_reconstruction(
         Factor of the paper's bandwidth rule (no labels here, so no CV).
     kernel : str, default="sne"
     subsample : int, optional
-        Keep the first ``subsample`` nodes (induced subgraph) for quick runs.
+        Keep the first ``subsample`` nodes (induced subgraph) for quick runs; at least 4.
     graph_loader : callable, optional
     progress : bool, default=True
     random_state : int, default=0
 
     Returns
     -------
-    dict
-        ``rows``: one per dataset x method with our l1/l2 and counts and the paper's l1/l2;
+    ExperimentResult
+        A dict: ``rows``, one per dataset x method with our l1/l2 and counts and the paper's l1/l2;
         ``protocol``.
     """
     from tqdm.auto import tqdm
 
     if scale not in EMBEDDING_SCALES:
         raise ValueError(f"scale must be one of {EMBEDDING_SCALES}, got {scale!r}")
+    check_count(n_components, "n_components")
+    if subsample is not None:
+        # the embeddings need r = N // 2 - 1 >= 1 component
+        check_count(subsample, "subsample", minimum=4)
     if graph_loader is None:
         from ksvd_bench.datasets import load_graph as graph_loader
     rng = np.random.default_rng(random_state)
@@ -180,6 +191,11 @@ def run_graph_reconstruction(
         A.setdiag(0)
         A.eliminate_zeros()
         A.data[:] = 1.0
+        try:
+            check_has_edges(A)
+        except ValueError as exc:
+            what = "dataset" if subsample is None else f"subsample={subsample} of"
+            raise ValueError(f"{what} {name!r}: {exc}") from None
         out_degree = np.diff(A.indptr)
         r = min(n_components, A.shape[0] // 2 - 1)
         for method in tqdm(methods, desc=f"graph reconstruction {name}", disable=not progress):
@@ -201,4 +217,4 @@ def run_graph_reconstruction(
         norms="l1 = induced 1-norm (max column sum), l2 = spectral norm of A - A_hat",
         random_state=random_state,
     )
-    return dict(rows=rows, protocol=protocol)
+    return ExperimentResult("graph_reconstruction", rows=rows, protocol=protocol)

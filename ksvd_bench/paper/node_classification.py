@@ -20,6 +20,8 @@ Protocol (stated, identical for every method):
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
@@ -32,6 +34,7 @@ from sklearn.preprocessing import StandardScaler
 
 from ksvd_bench.kernels._params import paper_gamma
 from ksvd_bench.paper import paper_numbers
+from ksvd_bench.paper._result import ExperimentResult
 
 METHODS = ("pca", "kpca", "svd", "ksvd")
 #: bandwidth factors searched by CV, the same grid for every method that has a bandwidth; it
@@ -54,6 +57,130 @@ def _check_choice(value, name, allowed):
     if value not in allowed:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
     return value
+
+
+def check_count(value, name, minimum=1):
+    """``value`` as an int, or a TypeError/ValueError naming ``name`` (bools are refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_labels_splittable(labels, *, test_size=0.1, cv_folds=None):
+    """Check that stratified train/test splits (and CV folds) of the labelled nodes exist.
+
+    Mirrors the conditions of ``StratifiedShuffleSplit`` and ``StratifiedKFold`` so that an
+    impossible configuration (typically too small a ``subsample``) fails up front with a
+    message that says which condition and which classes, not from inside scikit-learn.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (N,)
+        Class of each node, negative for unlabelled nodes.
+    test_size : float, default=0.1
+    cv_folds : int, optional
+        Folds of the bandwidth cross-validation on the training nodes, when there is one.
+
+    Raises
+    ------
+    ValueError
+        If a class has fewer than 2 labelled nodes, if the test or training part cannot hold
+        one node of every class, or if no class has ``cv_folds`` training nodes.
+    """
+    y = np.asarray(labels)
+    y = y[y >= 0]
+    classes, counts = np.unique(y, return_counts=True)
+    if classes.size < 2:
+        raise ValueError(f"{y.size} labelled nodes in {classes.size} class(es); a classifier "
+                         "needs labelled nodes of at least 2 classes")
+    rare = classes[counts < 2]
+    if rare.size:
+        raise ValueError(f"classes {rare.tolist()} have fewer than 2 labelled nodes; a "
+                         "stratified split needs 2 of every class")
+    n_test = int(np.ceil(test_size * y.size))
+    n_train = y.size - n_test
+    if min(n_test, n_train) < classes.size:
+        raise ValueError(f"{y.size} labelled nodes give a {n_train}/{n_test} train/test split, "
+                         f"too small to hold one node of each of the {classes.size} classes")
+    if cv_folds is not None and np.floor(counts.max() * (1 - test_size)) < cv_folds:
+        raise ValueError(f"no class has {cv_folds} training nodes, as {cv_folds}-fold "
+                         "cross-validation of the bandwidth needs")
+
+
+def check_has_edges(A):
+    """Raise ValueError when the graph ``A`` has no edge between two different nodes.
+
+    An empty (induced sub)graph has nothing to embed: every method's features would be
+    constant, and the solvers' start vectors vanish.
+    """
+    A = sp.csr_matrix(A)
+    off_diagonal = A.nnz - np.count_nonzero(A.diagonal())
+    if off_diagonal == 0:
+        raise ValueError(f"the {A.shape[0]} nodes have no edge between two different nodes")
+
+
+def majority_baseline(labels, splits):
+    """Micro and macro F1 of always predicting each training part's majority class.
+
+    This is the chance level of a classification table: a classifier that learned nothing
+    from its features (or shrank them to nothing) scores it.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (N,)
+    splits : list of (train_idx, test_idx)
+
+    Returns
+    -------
+    dict
+        ``micro`` and ``macro`` (means over the splits), ``n_test`` (mean test size),
+        ``n_runs`` and ``threshold``: the micro-F1 a method's mean must exceed to count as
+        above chance, ``micro + 2 sqrt(micro (1 - micro) / (n_test n_runs))``, two binomial
+        standard errors of a mean over ``n_runs`` test sets at the majority rate.
+    """
+    micro, macro, sizes = [], [], []
+    for train, test in splits:
+        classes, counts = np.unique(labels[train], return_counts=True)
+        pred = np.full(test.size, classes[counts.argmax()])
+        micro.append(f1_score(labels[test], pred, average="micro"))
+        macro.append(f1_score(labels[test], pred, average="macro", zero_division=0.0))
+        sizes.append(test.size)
+    p, n_test = float(np.mean(micro)), float(np.mean(sizes))
+    se = np.sqrt(p * (1.0 - p) / (n_test * len(splits)))
+    return dict(micro=p, macro=float(np.mean(macro)), n_test=n_test, n_runs=len(splits),
+                threshold=float(p + 2.0 * se))
+
+
+def chance_note(micro, baseline):
+    """``"chance level"`` when a mean micro-F1 does not exceed ``baseline["threshold"]``."""
+    return "chance level" if micro <= baseline["threshold"] else ""
+
+
+def format_chance_levels(result):
+    """Lines that state each dataset's chance level and how many rows are at it.
+
+    Parameters
+    ----------
+    result : dict
+        A result with ``rows`` (each with ``dataset`` and ``note``) and ``chance`` (dataset ->
+        :func:`majority_baseline`).
+
+    Returns
+    -------
+    list of str
+    """
+    lines = []
+    for name, base in result.get("chance", {}).items():
+        flagged = sum(1 for r in result["rows"]
+                      if r["dataset"] == name and "chance level" in r.get("note", ""))
+        lines.append(
+            f"chance level, {name}: always predicting the majority class gives micro-F1 "
+            f"{base['micro']:.3f}, macro-F1 {base['macro']:.3f}; {flagged} row(s) marked "
+            f"'chance level' have mean micro-F1 <= {base['threshold']:.3f} (2 standard errors)"
+        )
+    return lines
 
 
 def node_embeddings(
@@ -333,7 +460,8 @@ def run_node_classification(
     center : bool, default=True
     cv_folds : int, default=10
     subsample : int, optional
-        Keep only the first ``subsample`` nodes (induced subgraph) for quick runs.
+        Keep only the first ``subsample`` nodes (induced subgraph) for quick runs; at least 4,
+        and enough for a stratified split (checked up front, :func:`load_labelled_graphs`).
     graph_loader : callable, optional
         ``name -> Graph``; default :func:`ksvd_bench.datasets.load_graph`.
     progress : bool, default=True
@@ -341,29 +469,30 @@ def run_node_classification(
 
     Returns
     -------
-    dict
-        ``rows`` (one per dataset x method with mean/std F1, the paper's values, the selected
-        bandwidth factors), ``runs`` (per split) and ``protocol`` (the settings).
+    ExperimentResult
+        A dict: ``rows`` (one per dataset x method with mean/std F1, the paper's values, the
+        selected bandwidth factors and a ``note``, "chance level" where the mean micro-F1 is
+        within 2 standard errors of the majority-class rate), ``runs`` (per split), ``chance``
+        (dataset -> :func:`majority_baseline`) and ``protocol`` (the settings).
     """
     from tqdm.auto import tqdm
 
-    if graph_loader is None:
-        from ksvd_bench.datasets import load_graph as graph_loader
     for m in methods:
         _check_choice(m, "methods", METHODS)
+    n_runs = check_count(n_runs, "n_runs")
+    check_count(n_components, "n_components")
+    check_count(n_components_large, "n_components_large")
+    grid_cv = cv_folds if len(tuple(bandwidth_grid)) > 1 else None
+    graphs = load_labelled_graphs(datasets, subsample=subsample, graph_loader=graph_loader,
+                                  test_size=test_size, cv_folds=grid_cv)
     rng = np.random.default_rng(random_state)
-    rows, runs = [], []
-    for name in datasets:
-        graph = graph_loader(name)
-        A = sp.csr_matrix(graph.adjacency, dtype=np.float64)
-        labels = np.asarray(graph.labels)
-        if subsample is not None and subsample < A.shape[0]:
-            A = A[:subsample][:, :subsample]
-            labels = labels[:subsample]
+    rows, runs, chance = [], [], {}
+    for name, A, labels in graphs:
         n = A.shape[0]
         r = n_components if n <= large_n else n_components_large
         r = min(r, n // 2 - 1)
         splits = make_splits(labels, n_runs, test_size=test_size, random_state=_rng_seed(rng))
+        chance[name] = majority_baseline(labels, splits)
         bar = tqdm(methods, desc=f"node classification {name}", disable=not progress)
         for method in bar:
             grid = tuple(bandwidth_grid) if method in _BANDWIDTH_METHODS else (None,)
@@ -386,6 +515,7 @@ def run_node_classification(
             macro = np.array([x["macro"] for x in res])
             paper = paper_numbers.NODE_CLASSIFICATION.get(name, {}).get(method, (None, None))
             factors = [x["factor"] for x in res]
+            note = "; ".join(x for x in (chance_note(micro.mean(), chance[name]), note) if x)
             rows.append(
                 dict(
                     dataset=name,
@@ -416,9 +546,67 @@ def run_node_classification(
         kernel=kernel,
         center=center,
         subsample=subsample,
+        chance_level="majority class of each training part (majority_baseline); 'chance "
+        "level' marks a mean micro-F1 within 2 binomial standard errors of it",
         random_state=random_state,
     )
-    return dict(rows=rows, runs=runs, protocol=protocol)
+    return ExperimentResult("node_classification", rows=rows, runs=runs, chance=chance,
+                            protocol=protocol)
+
+
+def load_labelled_graphs(datasets, *, subsample=None, graph_loader=None, test_size=0.1,
+                         cv_folds=None):
+    """Load each graph (its first ``subsample`` nodes) and check that its labels can be split.
+
+    Every graph is loaded and checked before any experiment starts, so that a bad setting
+    fails at once and not after the first dataset's work.
+
+    Parameters
+    ----------
+    datasets : sequence of str
+    subsample : int, optional
+        Keep the first ``subsample`` nodes (induced subgraph); at least 4.
+    graph_loader : callable, optional
+        ``name -> Graph``; default :func:`ksvd_bench.datasets.load_graph`.
+    test_size : float, default=0.1
+    cv_folds : int, optional
+        See :func:`check_labels_splittable`.
+
+    Returns
+    -------
+    list of (name, A, labels)
+        ``A`` a CSR float64 adjacency matrix, ``labels`` an int array.
+
+    Raises
+    ------
+    ValueError
+        Naming ``datasets`` when it is empty and ``subsample`` when the kept nodes are too few
+        to split, or have no edge to embed.
+    """
+    if graph_loader is None:
+        from ksvd_bench.datasets import load_graph as graph_loader
+    if isinstance(datasets, str) or len(datasets) == 0:
+        raise ValueError(f"datasets must be a non-empty sequence of names, got {datasets!r}")
+    if subsample is not None:
+        # the embeddings need r = N // 2 - 1 >= 1 component
+        check_count(subsample, "subsample", minimum=4)
+    out = []
+    for name in datasets:
+        graph = graph_loader(name)
+        A = sp.csr_matrix(graph.adjacency, dtype=np.float64)
+        labels = np.asarray(graph.labels)
+        if subsample is not None and subsample < A.shape[0]:
+            A = A[:subsample][:, :subsample].tocsr()
+            labels = labels[:subsample]
+        try:
+            check_has_edges(A)
+            check_labels_splittable(labels, test_size=test_size, cv_folds=cv_folds)
+        except ValueError as exc:
+            if subsample is None:
+                raise ValueError(f"dataset {name!r}: {exc}") from None
+            raise ValueError(f"subsample={subsample} is too small for {name!r}: {exc}") from None
+        out.append((name, A, labels))
+    return out
 
 
 def protocol_probe(

@@ -1,11 +1,16 @@
 """Node-classification F1 as a function of the Nystrom sample size m (the paper's figures).
 
 KSVD (RBF kernel, centred, paper bandwidth) solved by the asymmetric Nystrom method with m
-sampled rows and columns, features ``[U, V]``; against KPCA (RBF, same bandwidth) by the
-symmetric Nystrom method (``sklearn.kernel_approximation.Nystroem`` with m landmarks followed by
-``PCA``, i.e. the eigenvectors of the Nystrom approximation of the centred kernel), with ``2r``
-components so both give the same number of features. Classifier, metrics and splits as in
-:mod:`ksvd_bench.paper.node_classification`.
+sampled rows and columns, features ``[U, V]`` (r singular triplets, 2r features); against KPCA
+(RBF, same bandwidth) by the symmetric Nystrom method (``sklearn.kernel_approximation.Nystroem``
+with m landmarks followed by ``PCA``, i.e. the eigenvectors of the Nystrom approximation of the
+centred kernel) with 2r components. Both get the same number of features, 2r, with
+``r = min(n_components, m // 2)``: m landmarks give KPCA at most m components, so r is capped at
+m // 2 rather than m (at m = 10 both get 10 features, not KSVD 20 and KPCA 10). The paper states
+no other protocol for this figure. Classifier, metrics and splits as in
+:mod:`ksvd_bench.paper.node_classification`; each row is marked "chance level" when its mean
+micro-F1 does not beat always predicting the majority class by 2 standard errors
+(:func:`ksvd_bench.paper.node_classification.majority_baseline`).
 """
 
 from __future__ import annotations
@@ -13,20 +18,32 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.decomposition import PCA
 from sklearn.kernel_approximation import Nystroem
 from sklearn.pipeline import make_pipeline
 
 from ksvd_bench.kernels._params import paper_gamma
+from ksvd_bench.paper._result import ExperimentResult
 from ksvd_bench.paper.node_classification import (
     _rng_seed,
+    chance_note,
+    check_count,
     evaluate_features,
+    load_labelled_graphs,
+    majority_baseline,
     make_splits,
 )
 
 M_GRID = (50, 100, 200, 500, 1000)
 NYSTROM_METHODS = ("ksvd-asym-nystrom", "kpca-sym-nystrom")
+
+
+def feature_rank(m, n_components):
+    """r, the number of KSVD triplets (half the KPCA components) at sample size m.
+
+    ``min(n_components, m // 2)``: both methods then give 2r <= m features.
+    """
+    return min(check_count(n_components, "n_components"), check_count(m, "m", minimum=2) // 2)
 
 
 def nystrom_features(A, method, m, n_components, *, bandwidth_factor=1.0, random_state=None):
@@ -37,9 +54,10 @@ def nystrom_features(A, method, m, n_components, *, bandwidth_factor=1.0, random
     A : sparse matrix (N, N)
     method : {"ksvd-asym-nystrom", "kpca-sym-nystrom"}
     m : int
-        Number of Nystrom samples.
+        Number of Nystrom samples, 2 <= m <= N.
     n_components : int
-        r, singular triplets (KSVD, features [U, V]) or half the KPCA components.
+        r, singular triplets (KSVD, features [U, V]) or half the KPCA components; capped at
+        m // 2 (:func:`feature_rank`), so both methods give the same number of features.
     bandwidth_factor : float, default=1.0
     random_state : None, int or Generator
 
@@ -53,23 +71,47 @@ def nystrom_features(A, method, m, n_components, *, bandwidth_factor=1.0, random
 
     if method not in NYSTROM_METHODS:
         raise ValueError(f"method must be one of {NYSTROM_METHODS}, got {method!r}")
+    r = feature_rank(m, n_components)
+    if m > A.shape[0]:
+        raise ValueError(f"m must be <= the number of nodes {A.shape[0]}, got {m}")
     rng = np.random.default_rng(random_state)
     gamma = paper_gamma(A, bandwidth_factor)
     t0 = time.perf_counter()
     if method == "ksvd-asym-nystrom":
-        r = min(n_components, m)
         est = KSVD(r, kernel="rbf", gamma=gamma, compat=None, solver="asym_nystrom",
                    solver_options={"n_samples": m}, random_state=rng).fit(A)
         F = np.hstack([est.left_features_, est.right_features_])
     else:
-        r = min(2 * n_components, m)
         pipe = make_pipeline(
             Nystroem(kernel="rbf", gamma=1.0 / gamma**2, n_components=m,
                      random_state=_rng_seed(rng)),
-            PCA(n_components=r, svd_solver="full"),
+            PCA(n_components=2 * r, svd_solver="full"),
         )
         F = pipe.fit_transform(A)
     return F, time.perf_counter() - t0
+
+
+def sample_sizes(m_grid, n_nodes):
+    """The sample sizes run on a graph of ``n_nodes`` nodes, each with the m's it stands for.
+
+    A requested m above ``n_nodes`` runs at ``n_nodes`` (every node sampled) instead of being
+    dropped; requests that land on the same size share one run.
+
+    Returns
+    -------
+    dict
+        run m -> list of requested m.
+    """
+    out = {}
+    for m in m_grid:
+        out.setdefault(min(m, n_nodes), []).append(m)
+    return out
+
+
+def _check_m_grid(m_grid):
+    if isinstance(m_grid, str) or len(m_grid) == 0:
+        raise ValueError(f"m_grid must be a non-empty sequence of ints, got {m_grid!r}")
+    return tuple(check_count(m, "every m of m_grid", minimum=2) for m in m_grid)
 
 
 def run_nystrom_f1(
@@ -92,8 +134,10 @@ def run_nystrom_f1(
     ----------
     datasets : sequence of str
     m_grid : sequence of int
+        Sample sizes, each >= 2. One above a graph's node count runs at the node count, with a
+        note in its row.
     n_components : int, default=50
-        r (capped by m).
+        r, capped at m // 2 (:func:`feature_rank`); each method gets 2r features.
     n_runs : int, default=10
         Splits; each split also redraws nothing: the Nystrom samples are drawn once per
         (dataset, method, m), seeded.
@@ -101,32 +145,33 @@ def run_nystrom_f1(
     bandwidth_factor : float, default=1.0
     standardize : bool, default=False
     subsample : int, optional
+        Keep the first ``subsample`` nodes; checked up front like
+        :func:`ksvd_bench.paper.node_classification.load_labelled_graphs`.
     graph_loader : callable, optional
     progress : bool, default=True
     random_state : int, default=0
 
     Returns
     -------
-    dict
-        ``rows``: dataset x method x m with micro/macro F1 mean/std and fit seconds;
-        ``protocol``.
+    ExperimentResult
+        A dict: ``rows`` (dataset x method x m with micro/macro F1 mean/std, fit seconds and a
+        ``note``: "chance level", or the requested m's that ran at the node count),
+        ``chance`` (dataset -> majority-class baseline) and ``protocol``.
     """
     from tqdm.auto import tqdm
 
-    if graph_loader is None:
-        from ksvd_bench.datasets import load_graph as graph_loader
+    m_grid = _check_m_grid(m_grid)
+    n_runs = check_count(n_runs, "n_runs")
+    check_count(n_components, "n_components")
+    graphs = load_labelled_graphs(datasets, subsample=subsample, graph_loader=graph_loader,
+                                  test_size=test_size)
     rng = np.random.default_rng(random_state)
-    rows = []
-    for name in datasets:
-        graph = graph_loader(name)
-        A = sp.csr_matrix(graph.adjacency, dtype=np.float64)
-        labels = np.asarray(graph.labels)
-        if subsample is not None and subsample < A.shape[0]:
-            A = A[:subsample][:, :subsample].tocsr()
-            labels = labels[:subsample]
+    rows, chance = [], {}
+    for name, A, labels in graphs:
         splits = make_splits(labels, n_runs, test_size=test_size, random_state=_rng_seed(rng))
-        grid = [m for m in m_grid if m <= A.shape[0]]
-        jobs = [(method, m) for method in NYSTROM_METHODS for m in grid]
+        chance[name] = majority_baseline(labels, splits)
+        sizes = sample_sizes(m_grid, A.shape[0])
+        jobs = [(method, m) for method in NYSTROM_METHODS for m in sizes]
         for method, m in tqdm(jobs, desc=f"nystrom F1 {name}", disable=not progress):
             F, secs = nystrom_features(A, method, m, n_components,
                                        bandwidth_factor=bandwidth_factor,
@@ -134,20 +179,28 @@ def run_nystrom_f1(
             res = evaluate_features({None: F}, labels, splits, standardize=standardize)
             micro = np.array([x["micro"] for x in res])
             macro = np.array([x["macro"] for x in res])
+            clipped = [x for x in sizes[m] if x != m]
+            notes = [chance_note(micro.mean(), chance[name])]
+            if clipped:
+                notes.append(f"m={','.join(map(str, clipped))} > N: ran at m = N")
             rows.append(dict(dataset=name, method=method, m=m, n_features=F.shape[1],
                              micro=micro.mean(), micro_std=micro.std(), macro=macro.mean(),
-                             macro_std=macro.std(), seconds=secs))
+                             macro_std=macro.std(), seconds=secs,
+                             note="; ".join(x for x in notes if x)))
     protocol = dict(
         split=f"stratified random {1 - test_size:.0%}/{test_size:.0%}, {n_runs} runs",
         classifier="RidgeClassifier(alpha=1)",
         kernel="rbf, paper bandwidth rule",
         bandwidth_factor=bandwidth_factor,
         n_components=n_components,
+        features="2r for both methods, r = min(n_components, m // 2)",
         standardize=standardize,
         subsample=subsample,
+        chance_level="majority class of each training part; 'chance level' marks a mean "
+        "micro-F1 within 2 binomial standard errors of it",
         random_state=random_state,
     )
-    return dict(rows=rows, protocol=protocol)
+    return ExperimentResult("nystrom_f1", rows=rows, chance=chance, protocol=protocol)
 
 
 def plot_f1_vs_m(result, path):

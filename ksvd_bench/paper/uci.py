@@ -20,6 +20,8 @@ from sklearn.preprocessing import StandardScaler
 
 from ksvd_bench.kernels._params import paper_gamma
 from ksvd_bench.paper import paper_numbers
+from ksvd_bench.paper._result import ExperimentResult
+from ksvd_bench.paper.node_classification import check_count
 
 UCI_DATASETS = ("diabetes", "ionosphere", "liver", "cholesterol", "yacht")
 KSVD_KERNELS = ("rbf", "sne")
@@ -139,14 +141,17 @@ def run_uci(
 
     Returns
     -------
-    dict
-        ``rows``: dataset x metric x method with mean, std and the paper's value; ``protocol``.
+    ExperimentResult
+        A dict: ``rows``, dataset x metric x method with mean, std and the paper's value;
+        ``protocol``.
     """
     from tqdm.auto import tqdm
 
     if table_loader is None:
         from ksvd_bench.datasets import load_table as table_loader
     methods = uci_methods() if methods is None else list(methods)
+    n_runs = check_count(n_runs, "n_runs")
+    check_count(n_components, "n_components")
     rng = np.random.default_rng(random_state)
     rows = []
     for name in datasets:
@@ -173,4 +178,4 @@ def run_uci(
         bandwidth=f"paper rule with factor {bandwidth_factor} on the training rows",
         random_state=random_state,
     )
-    return dict(rows=rows, protocol=protocol)
+    return ExperimentResult("uci", rows=rows, protocol=protocol)

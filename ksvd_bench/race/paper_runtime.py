@@ -18,6 +18,9 @@ __all__ = [
     "DEFAULT_RANK",
     "DEFAULT_EPS",
     "DEFAULT_WEIGHTS",
+    "DEFAULT_MEASURES",
+    "MEASURES",
+    "LOWRANK",
     "DEFAULT_KERNEL",
     "paper_runtime",
     "paper_speedup",
@@ -32,6 +35,13 @@ BANDWIDTH_FACTORS = {"cora": 1.0, "citeseer": 1.0, "pubmed": 0.5}
 DEFAULT_RANK = 20
 DEFAULT_EPS = (0.1, 0.01)
 DEFAULT_WEIGHTS = ("singular_values", "relative", "uniform")
+#: the gap-robust measure: ||G - U U^T G||_F <= (1 + eps) ||G - G_r||_F
+#: (:func:`ksvd_bench.metrics.lowrank_error`)
+LOWRANK = "lowrank"
+#: every accuracy measure the race can stop on: eta under each weighting, and the low-rank error
+MEASURES = DEFAULT_WEIGHTS + (LOWRANK,)
+#: what ``compare`` races by default: all of them, one row-group each
+DEFAULT_MEASURES = MEASURES
 DEFAULT_KERNEL = "sne"
 
 #: number of nodes the paper reports for each graph

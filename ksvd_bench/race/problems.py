@@ -27,19 +27,24 @@ import scipy.sparse as sp
 
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
 
-__all__ = ["DATASETS", "Problem", "build_problem", "problem_data", "problem_from_data"]
+__all__ = ["DATASETS", "DATASET_SHAPES", "Problem", "build_problem", "problem_data",
+           "problem_from_data", "quiet_rank_warnings", "max_threads", "check_threads",
+           "solver_threads"]
 
 GRAPH_DATASETS = ("cora", "citeseer", "pubmed")
 FEATURE_DATASETS = ("cora-features", "citeseer-features")
 DATASETS = GRAPH_DATASETS + FEATURE_DATASETS + ("synthetic",)
 
+#: shape (N, M) of each real dataset's kernel matrix, to check ``rank`` before any work
+DATASET_SHAPES = {"cora": (2708, 2708), "citeseer": (3312, 3312), "pubmed": (19717, 19717),
+                  "cora-features": (2708, 1433), "citeseer-features": (3312, 3703)}
 #: the compatibility map used when N != M and none is given (the paper's a1)
 DEFAULT_FEATURE_COMPAT = "pca"
 #: size of the default synthetic problem
 DEFAULT_SYNTHETIC_SHAPE = (1500, 1200)
 
 
-@dataclass
+@dataclass(repr=False)
 class Problem:
     """One kernel SVD problem of the benchmark.
 
@@ -73,6 +78,26 @@ class Problem:
     @property
     def shape(self):
         return self.G.shape
+
+    @property
+    def definition(self):
+        """What defines ``G`` (name, kernel, bandwidth, parameters, data): the reference-cache key.
+
+        A kernel matrix built by a freshly compiled Numba function and by a cached one can
+        differ in the last bit; keying the reference cache on this definition instead of on
+        ``G``'s bits makes the second run hit the cache the first one wrote. A problem without
+        a data matrix (a given G, e.g. ``synthetic``, made by numpy alone) is keyed by G.
+        """
+        data = self.A if self.A is not None else self.G
+        return ("ksvd-bench problem", self.name, self.kernel, self.gamma, dict(self.params),
+                data)
+
+    def __repr__(self):
+        kernel = self.kernel or "given"
+        gamma = "" if self.gamma is None else f", gamma={self.gamma:.4g}"
+        secs = "" if self.kernel_seconds is None else f", kernel_seconds={self.kernel_seconds:.3g}"
+        return (f"Problem(name={self.name!r}, shape={self.G.shape[0]}x{self.G.shape[1]}, "
+                f"kernel={kernel!r}{gamma}{secs})")
 
     @property
     def supports_structured(self):
@@ -146,15 +171,31 @@ def problem_data(name):
     raise ValueError(f"dataset must be one of {GRAPH_DATASETS + FEATURE_DATASETS}, got {name!r}")
 
 
+#: row counts of the warm-up slices: the kernel builders run a serial compile below
+#: 2**16 output entries and a parallel one above (``kernels._numba.SERIAL_BELOW``); a 64-row
+#: slice reaches only the serial one, so the timed build compiled the parallel one (3-7 s
+#: charged to "kernel s" on a first run, 0.1 s warm on Cora). 320 x 320 > 2**16 reaches both.
+WARM_UP_ROWS = (64, 320)
+
+
 def _warm_up(A, kernel, gamma, compat, center, seed):
-    """Compile the kernel builders on a small slice of the same type, dtype and layout."""
+    """Compile every kernel builder the timed build will call, on slices of ``A``.
+
+    The slices have the same type, dtype and layout as ``A``, at sizes below and above the
+    builders' serial/parallel switch, so neither compile (nor its load from Numba's disk
+    cache) is charged to the timed build.
+    """
     from ksvd_bench.kernels import ksvd_kernel
 
-    k = min(64, A.shape[0], A.shape[1])
-    small = A[:k, :k] if A.shape[0] == A.shape[1] else A[:k]
-    if sp.issparse(small):
-        small = sp.csr_matrix(small)
-    ksvd_kernel(small, kernel, gamma=gamma, compat=compat, center=center, random_state=seed)
+    for rows in WARM_UP_ROWS:
+        k = min(rows, A.shape[0], A.shape[1])
+        small = A[:k, :k] if A.shape[0] == A.shape[1] else A[:k]
+        if sp.issparse(small):
+            small = sp.csr_matrix(small)
+        ksvd_kernel(small, kernel, gamma=gamma, compat=compat, center=center,
+                    random_state=seed)
+        if k < rows:
+            break
 
 
 def build_problem(
@@ -275,11 +316,55 @@ def problem_from_data(A, *, name, kernel=DEFAULT_KERNEL, gamma=None, bandwidth_f
 
 @contextlib.contextmanager
 def quiet_rank_warnings():
-    """Silence the solvers' rank-deficient-sample warnings inside an effort sweep.
+    """Silence the solvers' sample-quality warnings inside an effort sweep.
 
-    Small samples of a matrix with a dominant top triplet are rank-deficient; the solvers warn,
-    and the tables show the consequence (eta), so a sweep keeps its log clean.
+    Small samples of a matrix with a dominant top triplet are rank-deficient, and a Nystrom
+    core built from them can be unstable; the solvers warn, and the tables show the
+    consequence (the accuracy reached at that effort), so a sweep keeps its log clean.
     """
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*numerical rank.*", category=RuntimeWarning)
+        for message in (".*numerical rank.*", ".*unstable core inversion.*",
+                        ".*exceeds the bound.*"):
+            warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
         yield
+
+
+def max_threads():
+    """The largest thread count a run may ask for: the size of Numba's thread pool."""
+    import numba
+
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+def check_threads(threads, name="threads"):
+    """``threads`` as an int in ``[1, max_threads()]`` (None: Numba's current count)."""
+    import numba
+
+    if threads is None:
+        return int(numba.get_num_threads())
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"{name} must be a positive int, got {threads!r}")
+    if threads > max_threads():
+        raise ValueError(f"{name} must be at most {max_threads()} (Numba's thread pool, "
+                         f"NUMBA_NUM_THREADS), got {threads}")
+    return int(threads)
+
+
+@contextlib.contextmanager
+def solver_threads(threads):
+    """Numba and BLAS limited to ``threads`` inside; Numba's count restored afterwards.
+
+    Take :func:`ksvd_bench.report.machine_info` inside, so that the record shows the counts
+    the solvers ran with, not the machine's defaults.
+    """
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    threads = check_threads(threads)
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads):
+            yield threads
+    finally:
+        numba.set_num_threads(old)

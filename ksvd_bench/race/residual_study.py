@@ -30,13 +30,17 @@ __all__ = ["DEFAULT_EFFORTS", "default_efforts", "run_residual_study", "summariz
 
 #: ARPACK tolerances tried for TSVD (its accuracy knob; its effort is reported as n_matvec)
 TSVD_TOLS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-8, 0.0)
-#: RSVD oversampling values (n_iter stays at the solver's default)
+#: RSVD and generalized Nystrom oversampling values (n_iter stays at the solver's default)
 RSVD_OVERSAMPLES = (0, 5, 10, 20, 40, 80)
+#: block Krylov depths (its block stays at the solver's default width)
+KRYLOV_ITERS = (0, 1, 2, 3, 4, 6)
 #: largest Nystrom sample size by default: N x m blocks are read, so keep m moderate
 NYSTROM_MAX_SAMPLES = 1000
-DEFAULT_EFFORTS = {"tsvd": TSVD_TOLS, "rsvd": RSVD_OVERSAMPLES}
-_OPTION = {"tsvd": "tol", "rsvd": "n_oversamples", "sym_nystrom": "n_samples",
-           "asym_nystrom": "n_samples"}
+DEFAULT_EFFORTS = {"tsvd": TSVD_TOLS, "rsvd": RSVD_OVERSAMPLES,
+                   "generalized_nystrom": RSVD_OVERSAMPLES, "block_krylov": KRYLOV_ITERS}
+_OPTION = {"tsvd": "tol", "rsvd": "n_oversamples", "generalized_nystrom": "n_oversamples",
+           "block_krylov": "n_iter", "sym_nystrom": "n_samples", "asym_nystrom": "n_samples"}
+_SAMPLING = ("sym_nystrom", "asym_nystrom")
 
 
 def default_efforts(method, rank, n, *, n_points=6, max_samples=NYSTROM_MAX_SAMPLES):
@@ -44,7 +48,7 @@ def default_efforts(method, rank, n, *, n_points=6, max_samples=NYSTROM_MAX_SAMP
 
     Parameters
     ----------
-    method : {"tsvd", "rsvd", "sym_nystrom", "asym_nystrom"}
+    method : {"tsvd", "rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom", "asym_nystrom"}
     rank : int
     n : int
         ``min(N, M)`` of the problem.
@@ -56,14 +60,27 @@ def default_efforts(method, rank, n, *, n_points=6, max_samples=NYSTROM_MAX_SAMP
     Returns
     -------
     efforts : tuple
-        TSVD: ARPACK tolerances (decreasing, so increasing effort); RSVD: ``n_oversamples``;
-        Nyström: ``n_samples``.
+        TSVD: ARPACK tolerances (decreasing, so increasing effort); RSVD and generalized
+        Nyström: ``n_oversamples``; block Krylov: ``n_iter``; Nyström: ``n_samples``.
+
+    Raises
+    ------
+    ValueError
+        On an unknown method, or ``max_samples < rank`` for a Nyström method.
     """
     if method == "tsvd":
         return TSVD_TOLS
-    if method == "rsvd":
+    if method in ("rsvd", "generalized_nystrom"):
         return tuple(p for p in RSVD_OVERSAMPLES if rank + p <= n)
-    if method in ("sym_nystrom", "asym_nystrom"):
+    if method == "block_krylov":
+        from ksvd_bench.driver import effort_schedule
+
+        deepest = effort_schedule(method, rank, (n, n))[-1]
+        return tuple(q for q in KRYLOV_ITERS if q <= deepest)
+    if method in _SAMPLING:
+        if max_samples < rank:
+            raise ValueError(f"max_samples must be at least rank={rank} (a Nystrom sample "
+                             f"smaller than r gives fewer than r triplets), got {max_samples}")
         hi = min(n, max_samples)
         lo = min(2 * rank, hi)
         pts = np.unique(np.round(np.geomspace(lo, hi, n_points)).astype(int))
@@ -133,7 +150,8 @@ def run_residual_study(
         ``value`` and ``n_matvec`` there), ``weights``, ``eta``,
         ``residual_estimate``, ``ratio`` (estimate / eta), ``residual_max``
         (:func:`~ksvd_bench.metrics.residuals` ``["max"]``), ``seconds``, ``n_matvec``,
-        ``n_block_entries``, ``reference_seconds`` (exact SVD of the structured operator)
+        ``n_block_entries``, ``n_passes`` (passes over G), ``reference_seconds`` (exact SVD
+        of the structured operator)
         and ``error`` (None, or the message of a solver failure, in which case the numbers
         are NaN).
     """
@@ -154,6 +172,9 @@ def run_residual_study(
             raise ValueError(f"efforts has a key {m!r} that is not in methods {methods}")
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
+    if any(m in _SAMPLING and m not in efforts for m in methods) and max_samples < rank:
+        raise ValueError(f"max_samples must be at least rank={rank} (a Nystrom sample smaller "
+                         f"than r gives fewer than r triplets), got {max_samples}")
     rng = np.random.default_rng(random_state)
 
     rows = []
@@ -188,7 +209,8 @@ def run_residual_study(
                             row = dict(base, effort=None, weights=w, eta=math.nan,
                                        residual_estimate=math.nan, ratio=math.nan,
                                        residual_max=math.nan, seconds=math.nan, n_matvec=None,
-                                       n_block_entries=None, error=f"{type(exc).__name__}: {exc}")
+                                       n_block_entries=None, n_passes=None,
+                                       error=f"{type(exc).__name__}: {exc}")
                             rows.append(row)
                             if callback is not None:
                                 callback(row)
@@ -202,7 +224,8 @@ def run_residual_study(
                             residual_estimate=float(est),
                             ratio=float(est / e) if e > 0 else math.inf, residual_max=rmax,
                             seconds=seconds, n_matvec=int(res.info["n_matvec"]),
-                            n_block_entries=int(res.info["n_block_entries"]), error=None,
+                            n_block_entries=int(res.info["n_block_entries"]),
+                            n_passes=res.info.get("n_passes"), error=None,
                         )
                         rows.append(row)
                         if callback is not None:

@@ -5,6 +5,10 @@ On a citation graph (Cora by default) the SNE kernel is built for a range of ban
 makes the top singular value dominate. For each factor we record the leading singular values,
 the number of samples ``m`` asym Nystrom needs to reach ``eps``, the oversampling RSVD needs,
 and the speedup of asym Nystrom over RSVD (time at the found efforts, median over seeds).
+
+Where the tolerance is vacuous (every answer meets it: on a centred SNE kernel the paper's
+eta is at most ``2 mean(sigma)``, a few thousandths) the speedup means nothing; the table and
+the figure mark those factors, as ``compare`` does.
 """
 
 from __future__ import annotations
@@ -16,35 +20,47 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench.race.paper_runtime import DEFAULT_KERNEL, DEFAULT_RANK, PAPER_WEIGHTS
+from ksvd_bench.race.compare import (
+    _check_positive_int,
+    _driver_options,
+    _measure_bound,
+    _warm_up,
+    exact_operator,
+    seeds_from,
+)
+from ksvd_bench.race.paper_runtime import DEFAULT_KERNEL, DEFAULT_RANK, MEASURES, PAPER_WEIGHTS
 from ksvd_bench.race.problems import (
     GRAPH_DATASETS,
     build_problem,
+    check_threads,
     problem_from_data,
     quiet_rank_warnings,
+    solver_threads,
 )
 
 __all__ = ["DEFAULT_FACTORS", "SpectrumResult", "run_spectrum", "format_spectrum",
-           "plot_spectrum"]
+           "plot_spectrum", "write_spectrum_files"]
 
 DEFAULT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: methods raced at every bandwidth (the paper's figure compares these two)
 SPECTRUM_METHODS = ("rsvd", "asym_nystrom")
 
 
-@dataclass
+@dataclass(repr=False)
 class SpectrumResult:
     """Outcome of :func:`run_spectrum`.
 
     Attributes
     ----------
     rows : list of dict
-        One row per bandwidth factor: ``factor``, ``gamma``, efforts, times, etas, converged
-        flags and ``speedup`` (RSVD time / asym Nystrom time, None unless both converged).
+        One row per bandwidth factor: ``factor``, ``gamma``, efforts, times, values of the
+        measure, the low-rank error of each answer, converged flags, ``value_max`` (the most
+        any answer can score), ``vacuous`` (``value_max <= eps``: every answer meets eps) and
+        ``speedup`` (RSVD time / asym Nystrom time, None unless both converged).
     singular_values : dict
         factor -> the reference's leading singular values (list of float).
     meta : dict
-        Settings, seeds, threads, machine info.
+        Settings, seeds, threads used, machine info.
     paths : dict
         Files written (``"csv"``, ``"json"``, ``"png"``).
     """
@@ -53,6 +69,89 @@ class SpectrumResult:
     singular_values: dict
     meta: dict
     paths: dict = field(default_factory=dict)
+
+    def __repr__(self):
+        m = self.meta
+        n_vac = sum(bool(r["vacuous"]) for r in self.rows)
+        return (f"SpectrumResult(dataset={m.get('dataset')!r}, factors={m.get('factors')}, "
+                f"eps={m.get('eps')}, measure={m.get('measure')!r}, rows={len(self.rows)} "
+                f"({n_vac} vacuous), paths={sorted(self.paths)})")
+
+
+def _check_arguments(dataset, data, factors, rank, seeds, n_values, eps, weights):
+    if data is None and dataset not in GRAPH_DATASETS:
+        raise ValueError(f"dataset must be one of {GRAPH_DATASETS}, got {dataset!r}")
+    factors = [float(f) for f in np.atleast_1d(factors)]
+    if not factors or any(not (np.isfinite(f) and f > 0) for f in factors):
+        raise ValueError(f"factors must be finite positive numbers, got {factors!r}")
+    rank = _check_positive_int(rank, "rank")
+    n_seeds = _check_positive_int(seeds, "seeds")
+    n_values = rank if n_values is None else _check_positive_int(n_values, "n_values")
+    if n_values > rank:
+        raise ValueError(f"n_values must be <= rank={rank}, got {n_values}")
+    eps = float(eps)
+    if not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be a finite positive number, got {eps!r}")
+    if weights not in MEASURES:
+        raise ValueError(f"weights must be one of {MEASURES}, got {weights!r}")
+    return factors, rank, n_seeds, n_values, eps
+
+
+def _factor_problem(dataset, data, factor, kernel, center, random_state):
+    if data is None:
+        return build_problem(dataset, kernel=kernel, center=center, bandwidth_factor=factor,
+                             random_state=random_state)
+    return problem_from_data(data, name=str(dataset), kernel=kernel, bandwidth_factor=factor,
+                             center=center, random_state=random_state)
+
+
+def _race_at(G, reference, method, settings):
+    """Both solvers' fields of one row: effort, time, value and low-rank error over seeds."""
+    from ksvd_bench.driver import solve_to_tolerance
+    from ksvd_bench.metrics import lowrank_error
+
+    rank, eps, measure, seeds, max_effort = settings
+    options = {**_driver_options(measure), "track_residual": False}
+    results = [solve_to_tolerance(G, rank, method, eps, reference=reference, random_state=seed,
+                                  max_effort=max_effort, **options)
+               for seed in seeds]
+    ok = all(r.converged for r in results)
+    lowrank = [lowrank_error(G, reference, r.result, rank=rank) for r in results]
+    return {
+        f"{method}_converged": ok,
+        f"{method}_effort": (int(statistics.median(r.effort for r in results)) if ok
+                             else max(r.effort for r in results)),
+        f"{method}_seconds": statistics.median(r.seconds for r in results) if ok else None,
+        f"{method}_value": (statistics.median(r.value for r in results) if ok
+                            else min(r.value for r in results)),
+        f"{method}_lowrank": float(statistics.median(lowrank)),
+        f"{method}_passes": statistics.median(float(r.result.info.get("n_passes", np.nan))
+                                              for r in results),
+    }
+
+
+def _spectrum_row(problem, factor, settings, n_values):
+    """One bandwidth: its spectrum, the vacuity bound and both solvers' race."""
+    from ksvd_bench.driver import reference_svd
+    from ksvd_bench.metrics import CLUSTER_RTOL
+
+    rank, eps, measure = settings[0], settings[1], settings[2]
+    G = problem.G
+    t0 = time.perf_counter()
+    reference = reference_svd(exact_operator(problem), rank, cluster_rtol=CLUSTER_RTOL)
+    ref_seconds = time.perf_counter() - t0
+    s = np.asarray(reference.s, dtype=float)
+    bound = _measure_bound(measure, s, float(np.linalg.norm(G)), rank)
+    _warm_up(G, rank, SPECTRUM_METHODS)
+    row = {"factor": factor, "gamma": problem.gamma, "kernel_seconds": problem.kernel_seconds,
+           "reference_seconds_not_charged": ref_seconds, "s1": float(s[0]),
+           "s2_over_s1": s[1] / s[0] if rank > 1 else None, "s_r_over_s1": s[rank - 1] / s[0],
+           "value_max": bound, "vacuous": bool(bound <= eps)}
+    for method in SPECTRUM_METHODS:
+        row.update(_race_at(G, reference, method, settings))
+    a, b = row["rsvd_seconds"], row["asym_nystrom_seconds"]
+    row["speedup"] = a / b if (a is not None and b) else None
+    return row, s[:n_values].tolist()
 
 
 def run_spectrum(
@@ -87,9 +186,11 @@ def run_spectrum(
     kernel : str, default="sne"
     rank : int, default=20
     eps : float, default=0.1
-        Tolerance on eta.
-    weights : {"singular_values", "relative", "uniform"}, default="singular_values"
-        Weighting of eta (the paper's by default).
+        Tolerance on the measure.
+    weights : {"singular_values", "relative", "uniform", "lowrank"}, default="singular_values"
+        The measure: eta under a weighting (the paper's by default), or ``"lowrank"``, the
+        gap-robust low-rank error. Whatever the measure, each row also records the low-rank
+        error of the answers found.
     seeds : int, default=3
         Seeds per method and factor; times are medians over seeds.
     center : bool, default=True
@@ -102,124 +203,96 @@ def run_spectrum(
     random_state : int, default=0
         Root seed of the per-run seeds.
     out : str or Path, optional
-        Directory for ``spectrum.csv``, ``spectrum.json`` and ``spectrum.png``.
+        Directory for ``spectrum.csv``, ``spectrum.json`` and ``spectrum.png``; checked before
+        any work, written atomically.
     progress : bool, default=True
-        tqdm progress bar over factors.
+        Progress bar over factors (counts and elapsed time, no ETA).
 
     Returns
     -------
     SpectrumResult
+
+    Notes
+    -----
+    Where ``eps`` is at or above the most any answer can score (``value_max``; for the
+    paper's weighting ``2 mean(sigma)``, which is tiny on a centred SNE kernel), the row is
+    marked ``vacuous``: both solvers "converge" at their smallest effort and the speedup says
+    nothing about accuracy. :func:`format_spectrum` and :func:`plot_spectrum` say so.
     """
-    import numba
-    from threadpoolctl import threadpool_limits
-    from tqdm.auto import tqdm
+    from ksvd_bench.report import check_out_dir, machine_info, progress_bar
 
-    from ksvd_bench.driver import reference_svd, solve_to_tolerance
-    from ksvd_bench.metrics import WEIGHTS
-    from ksvd_bench.race.compare import (
-        _check_positive_int,
-        _warm_up,
-        seeds_from,
-    )
-    from ksvd_bench.report import machine_info, write_csv, write_json
-
-    if data is None and dataset not in GRAPH_DATASETS:
-        raise ValueError(f"dataset must be one of {GRAPH_DATASETS}, got {dataset!r}")
-    factors = [float(f) for f in np.atleast_1d(factors)]
-    if not factors or any(not (np.isfinite(f) and f > 0) for f in factors):
-        raise ValueError(f"factors must be finite positive numbers, got {factors!r}")
-    rank = _check_positive_int(rank, "rank")
-    n_seeds = _check_positive_int(seeds, "seeds")
-    n_values = rank if n_values is None else _check_positive_int(n_values, "n_values")
-    if n_values > rank:
-        raise ValueError(f"n_values must be <= rank={rank}, got {n_values}")
-    eps = float(eps)
-    if not (np.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps must be a finite positive number, got {eps!r}")
-    if weights not in WEIGHTS:
-        raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
-    threads = numba.get_num_threads() if threads is None else _check_positive_int(threads,
-                                                                                  "threads")
+    factors, rank, n_seeds, n_values, eps = _check_arguments(
+        dataset, data, factors, rank, seeds, n_values, eps, weights)
+    threads = check_threads(threads)
+    if out is not None:
+        out = check_out_dir(out, "out")
     run_seeds = seeds_from(random_state, n_seeds)
+    settings = (rank, eps, weights, run_seeds, max_effort)
 
     rows, svals = [], {}
-    old = numba.get_num_threads()
-    try:
-        numba.set_num_threads(threads)
-        with threadpool_limits(limits=threads), quiet_rank_warnings():
-            for factor in tqdm(factors, desc="spectrum", disable=not progress, leave=False):
-                if data is None:
-                    problem = build_problem(dataset, kernel=kernel, center=center,
-                                            bandwidth_factor=factor,
-                                            random_state=int(random_state))
-                else:
-                    problem = problem_from_data(data, name=str(dataset), kernel=kernel,
-                                                bandwidth_factor=factor, center=center,
-                                                random_state=int(random_state))
-                G = problem.G
-                t0 = time.perf_counter()
-                reference = reference_svd(G, rank)
-                ref_seconds = time.perf_counter() - t0
-                svals[factor] = np.asarray(reference.s[:n_values], dtype=float).tolist()
-                _warm_up(G, rank, SPECTRUM_METHODS)
-                row = {"factor": factor, "gamma": problem.gamma,
-                       "kernel_seconds": problem.kernel_seconds,
-                       "reference_seconds_not_charged": ref_seconds,
-                       "s1": svals[factor][0],
-                       "s2_over_s1": reference.s[1] / reference.s[0] if rank > 1 else None,
-                       "s_r_over_s1": reference.s[rank - 1] / reference.s[0]}
-                for method in SPECTRUM_METHODS:
-                    results = [solve_to_tolerance(G, rank, method, eps, reference=reference,
-                                                  weights=weights, random_state=seed,
-                                                  max_effort=max_effort, track_residual=False)
-                               for seed in run_seeds]
-                    ok = all(r.converged for r in results)
-                    row[f"{method}_converged"] = ok
-                    row[f"{method}_effort"] = (int(statistics.median(r.effort for r in results))
-                                               if ok else max(r.effort for r in results))
-                    row[f"{method}_seconds"] = (statistics.median(r.seconds for r in results)
-                                                if ok else None)
-                    row[f"{method}_eta"] = (statistics.median(r.eta for r in results) if ok
-                                            else min(r.eta for r in results))
-                a, b = row["rsvd_seconds"], row["asym_nystrom_seconds"]
-                row["speedup"] = a / b if (a is not None and b) else None
-                rows.append(row)
-    finally:
-        numba.set_num_threads(old)
+    with solver_threads(threads), quiet_rank_warnings():
+        machine = machine_info()  # inside the limits: the counts the solvers used
+        for factor in progress_bar(factors, desc="spectrum", unit="factors",
+                                   enabled=progress):
+            problem = _factor_problem(dataset, data, factor, kernel, center, int(random_state))
+            row, svals[factor] = _spectrum_row(problem, factor, settings, n_values)
+            rows.append(row)
 
     meta = {"command": "spectrum", "dataset": dataset, "kernel": kernel, "rank": rank,
-            "eps": eps, "weights": weights, "center": bool(center), "factors": factors,
+            "eps": eps, "measure": weights, "center": bool(center), "factors": factors,
             "n_seeds": n_seeds, "seeds": run_seeds, "random_state": int(random_state),
-            "max_effort": max_effort, "threads": threads, "dtype": "float64",
-            "machine": machine_info()}
+            "max_effort": max_effort, "threads": machine["numba_threads"],
+            "blas_threads": [b.get("num_threads") for b in machine["blas"]],
+            "dtype": "float64", "machine": machine}
     result = SpectrumResult(rows=rows, singular_values=svals, meta=meta)
     if out is not None:
-        out = Path(out)
-        csv_rows = [{**r, **{f"s{i + 1}": v for i, v in enumerate(svals[r["factor"]])}}
-                    for r in rows]
-        result.paths = {
-            "csv": str(write_csv(out / "spectrum.csv", csv_rows)),
-            "json": str(write_json(out / "spectrum.json",
-                                   {"meta": meta, "rows": rows,
-                                    "singular_values": {str(k): v for k, v in svals.items()}})),
-            "png": str(plot_spectrum(result, out / "spectrum.png")),
-        }
+        result.paths = write_spectrum_files(result, out)
     return result
 
 
+def write_spectrum_files(result, out):
+    """Write ``spectrum.csv``, ``spectrum.json`` and ``spectrum.png`` under ``out`` atomically."""
+    from ksvd_bench.report import write_csv, write_json
+
+    out = Path(out)
+    svals = result.singular_values
+    csv_rows = [{**r, **{f"s{i + 1}": v for i, v in enumerate(svals[r["factor"]])}}
+                for r in result.rows]
+    return {
+        "csv": str(write_csv(out / "spectrum.csv", csv_rows)),
+        "json": str(write_json(out / "spectrum.json",
+                               {"meta": result.meta, "rows": result.rows,
+                                "singular_values": {str(k): v for k, v in svals.items()}})),
+        "png": str(plot_spectrum(result, out / "spectrum.png")),
+    }
+
+
+def _speedup_text(row):
+    from ksvd_bench.race.compare import ratio_text
+
+    if row["speedup"] is None:
+        return "-"
+    return ratio_text(row["speedup"]) + ("*" if row["vacuous"] else "")
+
+
 def format_spectrum(result, *, precision=3):
-    """Terminal text: the race per bandwidth, then the leading singular values per bandwidth."""
-    from ksvd_bench.report import format_table
+    """Terminal text: the race per bandwidth, vacuity notes, the leading singular values."""
+    from ksvd_bench.report import format_table, wrap_note
 
     meta = result.meta
+    measure = meta["measure"]
+    what = "lowrank excess" if measure == "lowrank" else f"eta ({measure} weights)"
     cols = [("factor", "factor"), ("gamma", "gamma"), ("s2_over_s1", "s2/s1"),
             ("s_r_over_s1", "s_r/s1"), ("asym_nystrom_effort", "m"),
-            ("asym_nystrom_seconds", "asym s"), ("asym_nystrom_eta", "asym eta"),
-            ("rsvd_effort", "rsvd p"), ("rsvd_seconds", "rsvd s"), ("speedup", "speedup")]
-    title = (f"{meta['dataset']}: asym Nystrom vs RSVD to eta <= {meta['eps']:g} "
-             f"({meta['weights']} weights, r={meta['rank']}, {meta['n_seeds']} seeds, "
-             f"threads={meta['threads']}); '-' = not converged")
-    race = format_table(result.rows, cols, precision=precision, title=title)
+            ("asym_nystrom_seconds", "asym s"), ("asym_nystrom_value", "asym val"),
+            ("asym_nystrom_lowrank", "asym lr"), ("rsvd_effort", "rsvd p"),
+            ("rsvd_seconds", "rsvd s"), ("rsvd_value", "rsvd val"), ("speedup_text", "speedup")]
+    title = (f"{meta['dataset']}: asym Nystrom vs RSVD to {what} <= {meta['eps']:g} "
+             f"(r={meta['rank']}, {meta['n_seeds']} seeds, threads={meta['threads']}); "
+             f"'-' = not converged (val = best reached); lr = low-rank excess of the answer")
+    rows = [{**r, "speedup_text": _speedup_text(r)} for r in result.rows]
+    race = format_table(rows, cols, precision=precision, title=wrap_note(title))
+    notes = [wrap_note(n) for n in _spectrum_notes(result)]
     k = len(next(iter(result.singular_values.values())))
     sv_rows = [{"factor": f, **{f"s{i + 1}": v for i, v in enumerate(s)}}
                for f, s in result.singular_values.items()]
@@ -227,11 +300,30 @@ def format_spectrum(result, *, precision=3):
     sv = format_table(sv_rows, shown, precision=4,
                       title=f"leading singular values per bandwidth factor (first {len(shown) - 1}"
                             f" of {k})")
-    return race + "\n\n" + sv
+    return "\n".join([race] + notes) + "\n\n" + sv
 
 
-def plot_spectrum(result, path):
-    """Save the figure: normalised spectra (left), samples needed and speedup (right)."""
+def _spectrum_notes(result):
+    """The vacuity note (as ``compare`` prints it) and a note when nothing converged."""
+    meta = result.meta
+    notes = []
+    vac = [r for r in result.rows if r["vacuous"]]
+    if vac:
+        factors = ", ".join(f"{r['factor']:g}" for r in vac)
+        bound = max(r["value_max"] for r in vac)
+        what = ("the low-rank excess" if meta["measure"] == "lowrank"
+                else f"eta with {meta['measure']} weights (<= 2 mean(w))")
+        notes.append(f"NOTE: at factor(s) {factors} {what} is at most {bound:.3g} <= eps = "
+                     f"{meta['eps']:g} for ANY answer (even random vectors): the tolerance is "
+                     f"vacuous there, and the speedups marked * mean nothing. Use --measure "
+                     f"uniform or --measure lowrank for a tolerance that discriminates.")
+    if not any(r["asym_nystrom_converged"] or r["rsvd_converged"] for r in result.rows):
+        notes.append("NOTE: neither method reached eps at any factor within the effort cap.")
+    return notes
+
+
+def _draw_spectrum(result):
+    """The figure of :func:`plot_spectrum` (a matplotlib Figure, not saved)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -246,10 +338,10 @@ def plot_spectrum(result, path):
     ax1.set_ylabel("sigma_i / sigma_1")
     ax1.set_title("singular spectrum")
     ax1.legend(fontsize=8)
-    f = [r["factor"] for r in result.rows]
-    m = [r["asym_nystrom_effort"] if r["asym_nystrom_converged"] else np.nan
-         for r in result.rows]
-    sp_ = [np.nan if r["speedup"] is None else r["speedup"] for r in result.rows]
+    rows = result.rows
+    f = [r["factor"] for r in rows]
+    m = [r["asym_nystrom_effort"] if r["asym_nystrom_converged"] else np.nan for r in rows]
+    sp_ = [np.nan if r["speedup"] is None else r["speedup"] for r in rows]
     ax2.semilogx(f, m, "o-", color="C0", label="m needed (asym Nystrom)")
     ax2.set_xlabel("bandwidth factor")
     ax2.set_ylabel("m needed", color="C0")
@@ -259,10 +351,51 @@ def plot_spectrum(result, path):
     # label the factors themselves: log-axis minor labels collide on a short range
     ax2.set_xticks(f, [f"{x:g}" for x in f])
     ax2.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax2.set_title(f"eta <= {result.meta['eps']:g} ({result.meta['weights']})")
+    ax2.set_xlim(min(f) / 1.4, max(f) * 1.4)  # room for the labels of the end factors
+    _mark_cells(ax2, rows)
+    if not any(r["asym_nystrom_converged"] or r["rsvd_converged"] for r in rows):
+        ax2.set_yticks([])  # an empty panel has no scale to show
+        ax3.set_yticks([])
+    measure = result.meta["measure"]
+    what = "lowrank" if measure == "lowrank" else f"eta, {measure}"
+    ax2.set_title(f"{what} <= {result.meta['eps']:g}")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    return fig
+
+
+def _mark_cells(ax, rows):
+    """Grey out vacuous factors, flag misses, and say so when the panel has nothing to show."""
+    bottom = ("data", "axes fraction")
+    for r in rows:
+        if r["vacuous"]:
+            ax.axvspan(r["factor"] / 1.08, r["factor"] * 1.08, color="0.85", zorder=0)
+            ax.annotate("vacuous", (r["factor"], 0.97), xycoords=bottom, ha="center",
+                        va="top", fontsize=7, rotation=90, color="0.35")
+        elif not r["asym_nystrom_converged"]:
+            ax.annotate("not conv.", (r["factor"], 0.03), xycoords=bottom, ha="center",
+                        va="bottom", fontsize=7, rotation=90, color="C3")
+    if not any(r["asym_nystrom_converged"] or r["rsvd_converged"] for r in rows):
+        ax.text(0.5, 0.5, "nothing converged:\nneither method reached eps\nat any factor "
+                          "within the effort cap", transform=ax.transAxes, ha="center",
+                va="center", fontsize=9, color="C3")
+    elif any(r["vacuous"] for r in rows):
+        ax.text(0.02, 0.02, "grey: eps vacuous (any answer meets it)",
+                transform=ax.transAxes, fontsize=7, color="0.35")
+
+
+def plot_spectrum(result, path):
+    """Save the figure: normalised spectra (left), samples needed and speedup (right).
+
+    Factors where eps is vacuous are greyed out and labelled; factors where asym Nystrom did
+    not converge are flagged; when neither method converged anywhere, the right panel says so.
+    The PNG is written atomically.
+    """
+    import matplotlib.pyplot as plt
+
+    from ksvd_bench.report import atomic_path
+
+    fig = _draw_spectrum(result)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
-    return path
+    return Path(path)

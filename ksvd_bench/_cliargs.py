@@ -1,0 +1,119 @@
+"""Argument types and checks shared by every ``ksvd-bench`` sub-command.
+
+A sub-command module defines ``add_parser(subparsers)``; it uses these types so that a bad
+value is refused by argparse with a message naming the flag (``argument --threads: ...``), and
+:func:`add_run_arguments` for the options every run shares. Checks that involve two flags, or
+the file system, go into a ``check(args, parser)`` function set with ``set_defaults(check=...)``;
+:func:`ksvd_bench.cli.main` calls it after parsing and before any work, and it reports through
+``parser.error`` (exit status 2, the sub-command's usage line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+__all__ = [
+    "positive_int", "nonnegative_int", "positive_float", "nonnegative_float", "unit_interval",
+    "int_list", "thread_count", "out_dir", "add_run_arguments", "check_out",
+]
+
+
+def _number(text, kind, what):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
+def positive_int(text):
+    """An int >= 1."""
+    value = _number(text, int, "a positive integer")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def nonnegative_int(text):
+    """An int >= 0."""
+    value = _number(text, int, "an integer >= 0")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def positive_float(text):
+    """A finite float > 0."""
+    value = _number(text, float, "a positive number")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {value}")
+    return value
+
+
+def nonnegative_float(text):
+    """A finite float >= 0."""
+    value = _number(text, float, "a number >= 0")
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {value}")
+    return value
+
+
+def unit_interval(text):
+    """A float in [0, 1]."""
+    value = _number(text, float, "a number in [0, 1]")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value}")
+    return value
+
+
+def int_list(text):
+    """Comma-separated positive ints, e.g. ``50,100,200`` (no value dropped, no empty list)."""
+    parts = [p.strip() for p in text.split(",")]
+    if not parts or any(p == "" for p in parts):
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got "
+                                         f"{text!r}")
+    return tuple(positive_int(p) for p in parts)
+
+
+def thread_count(text):
+    """An int in ``[1, NUMBA_NUM_THREADS]``: Numba cannot run more threads than its pool."""
+    from ksvd_bench.race.problems import max_threads
+
+    value = positive_int(text)
+    if value > max_threads():
+        raise argparse.ArgumentTypeError(
+            f"expected at most {max_threads()} (the size of Numba's thread pool, "
+            f"NUMBA_NUM_THREADS, normally the number of CPUs), got {value}")
+    return value
+
+
+def out_dir(text):
+    """A non-empty directory name (writability is checked by :func:`check_out` before work)."""
+    if text.strip() == "":
+        raise argparse.ArgumentTypeError("expected a directory, got an empty string (use '.' "
+                                         "for the current directory)")
+    return text
+
+
+def check_out(args, parser, flag="--out"):
+    """Create ``args.out`` and probe it with a test file now, or stop with a usage error."""
+    from ksvd_bench.report import check_out_dir
+
+    try:
+        check_out_dir(args.out, flag)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def add_run_arguments(p, *, out_default, threads_help=None):
+    """``--threads``, ``--seed``, ``--out`` and ``--no-progress``, shared by the studies."""
+    p.add_argument("--threads", type=thread_count, default=1,
+                   help=threads_help or "Numba and BLAS threads, the same for every solver, "
+                                        "at most NUMBA_NUM_THREADS (default: 1, which keeps "
+                                        "timings steady on a shared machine)")
+    p.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="root seed; per-run seeds are derived from it and recorded")
+    p.add_argument("--out", type=out_dir, default=out_default,
+                   help="directory for the JSON/CSV (and PNG) outputs, checked before any "
+                        "work (default: %(default)s)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")

@@ -1,0 +1,603 @@
+"""Fused tile passes over a kernel matrix ``G_ij = k(x_i, z_j)`` that is never stored.
+
+``G`` is cut into tiles of ``tr`` rows by ``tc`` columns. A pass computes one tile's cross
+products ``X[rows] @ Z[cols].T`` (BLAS), turns them into kernel values in a float64 buffer
+while they are in cache, and at once multiplies the tile into the outputs (BLAS again), so
+no ``N_chunk x M`` block of ``G`` is ever written. One pass serves ``G @ Omega``,
+``G.T @ Psi`` or both, and the set-up statistics (row shifts and normalisers, centring sums,
+sum of squares).
+
+Determinism. Tile sizes come from the shape only, never from the thread count, and every
+output has one owner that sums its terms in a fixed order:
+
+* :func:`pass_rows` (``G @ Omega`` alone) runs ``prange`` over row tiles; each owns its rows
+  of the result and walks the column tiles in order.
+* :func:`pass_cols` (``G.T @ Psi``, or both) runs ``prange`` over column tiles; each owns
+  its rows of ``G.T @ Psi`` and walks the row tiles in order. ``G @ Omega`` is then written
+  as one partial per column tile (``Ypart[t]``) for a band of rows, and the partials are
+  summed over ``t`` in order (:func:`sum_parts`) before the next band: the buffer stays
+  within a byte budget whatever N.
+
+So results are bitwise independent of the number of Numba threads. BLAS must be limited to
+one thread around these calls (the Numba threads are the parallel ones).
+
+Kernel values are computed in float64 from cross products in the storage dtype (float32
+or float64), and all products and sums accumulate in float64.
+
+Point layouts (``Points.mode``): ``DENSE`` (``xd`` = X, ``zd`` = Z, both row-major),
+``X_SPARSE`` (X as CSR ``xp, xi, xv``; ``zd`` = Z.T, d x M), ``Z_SPARSE`` (``xd`` = X.T,
+d x N; Z as CSR ``zp, zi, zv``), ``BOTH_SPARSE`` (both CSR). Unused fields hold empty arrays
+of the same types, so one compile per dtype serves every layout.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numba
+import numpy as np
+from numba import prange
+
+from ._numba import exp_nonpos
+
+RBF, SNE, T, LINEAR, POLY = 0, 1, 2, 3, 4
+DENSE, X_SPARSE, Z_SPARSE, BOTH_SPARSE = 0, 1, 2, 3
+#: largest finite float64, the start of a running minimum (fastmath assumes no inf)
+BIG = 1.7976931348623157e308
+
+#: points and their squared norms, in the layout of ``mode`` (see the module docstring)
+Points = collections.namedtuple(
+    "Points", ["mode", "n_features", "xd", "xp", "xi", "xv", "zd", "zp", "zi", "zv", "xx", "zz"]
+)
+#: kernel code and parameters: inv_g2 = 1 / gamma^2 on the stored (scaled) points
+Params = collections.namedtuple("Params", ["kind", "inv_g2", "coef0", "degree"])
+
+#: fastmath flags that never change a finite result. "reassoc", "contract", "arcp" and
+#: "afn" let LLVM reorder sums, fuse a multiply into a later add or use reciprocals where
+#: it sees fit, and it sees differently in each copy of a function: a callee is compiled
+#: once on its own and once more inside each caller's module (inlined, other alias facts),
+#: and which copy runs depends on what the process compiled or loaded from the cache. So
+#: with them, a cold-cache run and a warm-cache run rounded some row sums differently.
+EXACT_FASTMATH = {"nnan", "ninf", "nsz"}
+_njit = numba.njit(fastmath=EXACT_FASTMATH, cache=True)
+_pjit = numba.njit(parallel=True, fastmath=EXACT_FASTMATH, cache=True)
+
+
+# ----------------------------------------------------------------------- cross products
+@_njit
+def _cross_x_sparse(xp, xi, xv, zt, i0, j0, C):
+    """``C = X[i0:] @ Z[j0:].T`` for CSR X and dense ``zt = Z.T`` (d x M): row axpys."""
+    ni, nj = C.shape
+    for ii in range(ni):
+        row = C[ii]
+        row[:] = 0.0
+        for p in range(xp[i0 + ii], xp[i0 + ii + 1]):
+            v = xv[p]
+            zrow = zt[xi[p]]
+            for jj in range(nj):
+                row[jj] += v * zrow[j0 + jj]
+
+
+@_njit
+def _cross_z_sparse(xt, zp, zi, zv, i0, j0, C):
+    """``C = X[i0:] @ Z[j0:].T`` for dense ``xt = X.T`` (d x N) and CSR Z: column axpys."""
+    ni, nj = C.shape
+    C[:] = 0.0
+    for jj in range(nj):
+        for p in range(zp[j0 + jj], zp[j0 + jj + 1]):
+            v = zv[p]
+            xrow = xt[zi[p]]
+            for ii in range(ni):
+                C[ii, jj] += v * xrow[i0 + ii]
+
+
+@_njit
+def _cross_both_sparse(xp, xi, xv, zp, zi, zv, i0, j0, C, w):
+    """``C = X[i0:] @ Z[j0:].T`` for CSR X and Z: scatter x_i into the zeroed work row ``w``."""
+    ni, nj = C.shape
+    for ii in range(ni):
+        a, b = xp[i0 + ii], xp[i0 + ii + 1]
+        for p in range(a, b):
+            w[xi[p]] = xv[p]
+        for jj in range(nj):
+            s = 0.0
+            for q in range(zp[j0 + jj], zp[j0 + jj + 1]):
+                s += zv[q] * w[zi[q]]
+            C[ii, jj] = s
+        for p in range(a, b):
+            w[xi[p]] = 0.0
+
+
+@_njit
+def cross_tile(P, i0, i1, j0, j1, C, w):
+    """Cross products ``C = X[i0:i1] @ Z[j0:j1].T`` in the storage dtype (``w``: work row)."""
+    if P.mode == DENSE:
+        np.dot(P.xd[i0:i1], P.zd[j0:j1].T, C)
+    elif P.mode == X_SPARSE:
+        _cross_x_sparse(P.xp, P.xi, P.xv, P.zd, i0, j0, C)
+    elif P.mode == Z_SPARSE:
+        _cross_z_sparse(P.xd, P.zp, P.zi, P.zv, i0, j0, C)
+    else:
+        _cross_both_sparse(P.xp, P.xi, P.xv, P.zp, P.zi, P.zv, i0, j0, C, w)
+
+
+# ----------------------------------------------------------------------- kernel values
+@_njit
+def _distances(row, crow, xi, zz, j0):
+    """``row <- max(|x_i|^2 + |z_j|^2 - 2 x_i.z_j, 0)``; returns the smallest one."""
+    mn = BIG
+    for jj in range(row.shape[0]):
+        d = xi + zz[j0 + jj] - 2.0 * crow[jj]
+        d = d if d > 0.0 else 0.0
+        row[jj] = d
+        mn = min(mn, d)
+    return mn
+
+
+@_njit
+def kernel_tile(C, K, P, prm, i0, j0, shift, scale, scratch):
+    """Kernel values ``K = G[i0:, j0:]`` (float64) of a tile from its cross products ``C``.
+
+    Same arithmetic as the dense builder: exp kernels use the stored row shift (SNE: the
+    row's smallest distance) and row normaliser ``scale``; "t" divides by ``1 + d/gamma^2``.
+    """
+    ni, nj = C.shape
+    kind = prm.kind
+    for ii in range(ni):
+        row = K[ii]
+        crow = C[ii]
+        if kind == LINEAR:
+            for jj in range(nj):
+                row[jj] = crow[jj]
+            continue
+        if kind == POLY:
+            for jj in range(nj):
+                row[jj] = (crow[jj] + prm.coef0) ** prm.degree
+            continue
+        i = i0 + ii
+        _distances(row, crow, P.xx[i], P.zz, j0)
+        g = prm.inv_g2
+        c = scale[i]
+        if kind == T:
+            for jj in range(nj):
+                row[jj] = c * (1.0 / (1.0 + row[jj] * g))
+        else:
+            mn = shift[i]
+            for jj in range(nj):
+                row[jj] = (mn - row[jj]) * g
+            exp_nonpos(row, scratch)
+            for jj in range(nj):
+                row[jj] = row[jj] * c
+
+
+@_njit
+def _sum_and_squares(row):
+    """``(sum(row), sum(row ** 2))`` from four interleaved partial sums, added in a fixed order.
+
+    Four independent sums give the vector units work without licence to reassociate
+    (:data:`EXACT_FASTMATH`), so every compiled copy adds in this order.
+    """
+    n = row.shape[0]
+    n4 = n - n % 4
+    s0 = s1 = s2 = s3 = 0.0
+    q0 = q1 = q2 = q3 = 0.0
+    for j in range(0, n4, 4):
+        a, b, c, d = row[j], row[j + 1], row[j + 2], row[j + 3]
+        s0 += a
+        s1 += b
+        s2 += c
+        s3 += d
+        q0 += a * a
+        q1 += b * b
+        q2 += c * c
+        q3 += d * d
+    for j in range(n4, n):
+        s0 += row[j]
+        q0 += row[j] * row[j]
+    return (s0 + s1) + (s2 + s3), (q0 + q1) + (q2 + q3)
+
+
+@_njit
+def row_stats_tile(C, P, prm, i0, j0, first, shift, rsum, rsq, buf, scratch):
+    """Update the running SNE/t row statistics of rows ``i0:`` with one tile.
+
+    ``shift`` is the running smallest distance (SNE), ``rsum`` the running sum of
+    ``exp((shift - d) / gamma^2)`` and ``rsq`` that of its squares; when a tile lowers the
+    minimum, the sums so far are rescaled (the streaming log-sum-exp), so no value exceeds 1.
+    "t" sums ``1 / (1 + d / gamma^2)`` without a shift.
+    """
+    ni, nj = C.shape
+    g = prm.inv_g2
+    for ii in range(ni):
+        i = i0 + ii
+        row = buf[:nj]
+        mloc = _distances(row, C[ii], P.xx[i], P.zz, j0)
+        if prm.kind == SNE:
+            if first:
+                shift[i] = mloc
+            elif mloc < shift[i]:
+                f = np.exp((mloc - shift[i]) * g)
+                rsum[i] *= f
+                rsq[i] *= f * f
+                shift[i] = mloc
+            mn = shift[i]
+            for jj in range(nj):
+                row[jj] = (mn - row[jj]) * g
+            exp_nonpos(row, scratch)
+        else:
+            for jj in range(nj):
+                row[jj] = 1.0 / (1.0 + row[jj] * g)
+        s, q = _sum_and_squares(row)
+        rsum[i] += s
+        rsq[i] += q
+
+
+@_njit
+def center_sums_tile(K, j0, rowpart, colsum, colsq):
+    """Row sums of a tile into ``rowpart``; column sums and squares added to the totals."""
+    ni, nj = K.shape
+    for ii in range(ni):
+        row = K[ii]
+        for jj in range(nj):
+            colsum[j0 + jj] += row[jj]
+            colsq[j0 + jj] += row[jj] * row[jj]
+        rowpart[ii] = _sum_and_squares(row)[0]
+
+
+# ----------------------------------------------------------------------- work buffers
+@_njit
+def _work_row(P):
+    """Zeroed scatter row for two sparse inputs (length d), else a dummy."""
+    return np.zeros(P.n_features if P.mode == BOTH_SPARSE else 1)
+
+
+@_njit
+def _add_into(dst, src):
+    """``dst += src`` for 2-d arrays of one shape (a plain loop: no nested parfor)."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            dst[i, j] += src[i, j]
+
+
+@_njit
+def _tile_views(cbuf, kbuf, ni, nj):
+    """C-contiguous ``(ni, nj)`` views of the flat cross-product and kernel buffers."""
+    return cbuf[:ni * nj].reshape((ni, nj)), kbuf[:ni * nj].reshape((ni, nj))
+
+
+@_njit
+def _tile_buffers(P, tr, tc):
+    """One thread's buffers for :func:`_kernel_block` on tiles of at most ``tr x tc``.
+
+    ``(cbuf, kbuf, scratch, w)``: the flat cross-product and kernel buffers, the kernel's
+    integer scratch and the sparse scatter row (:func:`_work_row`).
+    """
+    cbuf = np.empty(tr * tc, dtype=P.xx.dtype)
+    kbuf = np.empty(tr * tc)
+    scratch = np.empty(tc, dtype=np.int64)
+    return cbuf, kbuf, scratch, _work_row(P)
+
+
+@_njit
+def _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs):
+    """The kernel tile ``K = G[i0:i1, j0:j1]`` (uncentred), a view into ``bufs``' kernel buffer.
+
+    ``bufs`` comes from :func:`_tile_buffers`; the cross products go through its ``cbuf``.
+    """
+    cbuf, kbuf, scratch, w = bufs
+    C, K = _tile_views(cbuf, kbuf, i1 - i0, j1 - j0)
+    cross_tile(P, i0, i1, j0, j1, C, w)
+    kernel_tile(C, K, P, prm, i0, j0, shift, scale, scratch)
+    return K
+
+
+# ----------------------------------------------------------------------- passes
+@_pjit
+def pass_rows(P, prm, a, b, tr, tc, shift, scale, Om, Y):
+    """``Y[i - a] += G[i] @ Om`` for rows ``[a, b)``, parallel over row tiles of ``tr`` rows.
+
+    Each row tile owns its rows of ``Y`` (zeroed by the caller) and adds the column tiles'
+    products in order.
+    """
+    m = P.zz.shape[0]
+    n_tiles = (b - a + tr - 1) // tr
+    k = Om.shape[1]
+    for t in prange(n_tiles):
+        i0 = a + t * tr
+        i1 = min(i0 + tr, b)
+        ni = i1 - i0
+        bufs = _tile_buffers(P, tr, tc)
+        ybuf = np.empty(tr * k)
+        Yr = Y[i0 - a:i1 - a]
+        for j0 in range(0, m, tc):
+            j1 = min(j0 + tc, m)
+            K = _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs)
+            Yt = ybuf[:ni * k].reshape((ni, k))
+            np.dot(K, Om[j0:j1], Yt)
+            _add_into(Yr, Yt)
+
+
+@_pjit
+def pass_cols(P, prm, r0, r1, tr, tc, shift, scale, Psi, W, Om, Ypart, want_y):
+    """``W += G[r0:r1].T @ Psi`` (``Psi`` holds rows ``r0:r1``), parallel over column tiles.
+
+    Each column tile owns its rows of ``W`` and adds the row tiles' products in order. With
+    ``want_y`` it also writes ``Ypart[t, :r1 - r0] = G[r0:r1, tile t] @ Om[tile t]``, one
+    partial of ``G[r0:r1] @ Om`` per column tile, for :func:`sum_parts` to add in order.
+    """
+    m = P.zz.shape[0]
+    n_tiles = (m + tc - 1) // tc
+    kw = Psi.shape[1]
+    for t in prange(n_tiles):
+        j0 = t * tc
+        j1 = min(j0 + tc, m)
+        nj = j1 - j0
+        bufs = _tile_buffers(P, tr, tc)
+        wbuf = np.empty(tc * kw)
+        for i0 in range(r0, r1, tr):
+            i1 = min(i0 + tr, r1)
+            K = _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs)
+            Wt = wbuf[:nj * kw].reshape((nj, kw))
+            np.dot(K.T, Psi[i0 - r0:i1 - r0], Wt)
+            _add_into(W[j0:j1], Wt)
+            if want_y:
+                np.dot(K, Om[j0:j1], Ypart[t][i0 - r0:i1 - r0])
+
+
+@_pjit
+def sum_parts(parts, n, out):
+    """``out[i] = parts[0, i] + parts[1, i] + ...`` (in this order) for ``i < n``.
+
+    Parallel over output rows; ``parts`` may hold more rows than ``n``.
+    """
+    n_parts = parts.shape[0]
+    k = parts.shape[2]
+    for i in prange(n):
+        for c in range(k):
+            s = 0.0
+            for t in range(n_parts):
+                s += parts[t, i, c]
+            out[i, c] = s
+
+
+@_pjit
+def dense_cross(X, Zt, chunk, out):
+    """``out = X @ Zt`` by BLAS on fixed chunks of ``chunk`` rows, parallel over chunks.
+
+    Multithreaded BLAS rounds ``X @ Z.T`` differently with each thread count; here every
+    chunk is one single-threaded GEMM (the caller limits BLAS) whose size comes from the
+    shape, so the result is the same for any number of BLAS or Numba threads.
+    """
+    n = X.shape[0]
+    n_chunks = (n + chunk - 1) // chunk
+    for c in prange(n_chunks):
+        a = c * chunk
+        b = min(a + chunk, n)
+        np.dot(X[a:b], Zt, out[a:b])
+
+
+@_njit
+def ordered_sum_squares(v):
+    """``v @ v`` summed serially in order (BLAS ddot splits long vectors over its threads)."""
+    s = 0.0
+    for i in range(v.shape[0]):
+        s += v[i] * v[i]
+    return s
+
+
+@_njit
+def ordered_dot(v, A):
+    """``v @ A`` summed serially in row order (a fixed order, unlike BLAS gemv)."""
+    out = np.zeros(A.shape[1])
+    for i in range(A.shape[0]):
+        for c in range(A.shape[1]):
+            out[c] += v[i] * A[i, c]
+    return out
+
+
+@numba.njit(parallel=True, cache=True)  # no fastmath: it would fold isfinite to True
+def count_nonfinite(A):
+    """Number of non-finite entries of the 2-d array ``A`` (no temporary array)."""
+    n = A.shape[0]
+    bad = 0
+    for i in prange(n):
+        for v in A[i]:
+            if not np.isfinite(v):
+                bad += 1
+    return bad
+
+
+@_pjit
+def row_stats(P, prm, a, b, tr, tc, shift, rsum, rsq):
+    """Set-up statistics of the SNE/t rows ``[a, b)``, parallel over row tiles.
+
+    Each row tile walks all column tiles in order (:func:`row_stats_tile`), so one pass of
+    the cross products gives every row's shift, sum and sum of squares.
+    """
+    m = P.zz.shape[0]
+    n_tiles = (b - a + tr - 1) // tr
+    for t in prange(n_tiles):
+        i0 = a + t * tr
+        i1 = min(i0 + tr, b)
+        cbuf = np.empty(tr * tc, dtype=P.xx.dtype)
+        kbuf = np.empty(tc)
+        scratch = np.empty(tc, dtype=np.int64)
+        w = _work_row(P)
+        for i in range(i0, i1):
+            shift[i] = 0.0
+            rsum[i] = 0.0
+            rsq[i] = 0.0
+        for j0 in range(0, m, tc):
+            j1 = min(j0 + tc, m)
+            C = cbuf[:(i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
+            cross_tile(P, i0, i1, j0, j1, C, w)
+            row_stats_tile(C, P, prm, i0, j0, j0 == 0, shift, rsum, rsq, kbuf, scratch)
+
+
+@_pjit
+def center_sums(P, prm, r0, r1, tr, tc, shift, scale, rowpart, colsum, colsq):
+    """Centring sums of the rows ``[r0, r1)``, parallel over column tiles.
+
+    ``rowpart[t, i - r0, 0]``: the row sums over column tile ``t`` (summed over ``t`` later);
+    ``colsum[j]``, ``colsq[j]``: column sums and sums of squares, accumulated in row order.
+    """
+    m = P.zz.shape[0]
+    n_tiles = (m + tc - 1) // tc
+    for t in prange(n_tiles):
+        j0 = t * tc
+        j1 = min(j0 + tc, m)
+        bufs = _tile_buffers(P, tr, tc)
+        for i0 in range(r0, r1, tr):
+            i1 = min(i0 + tr, r1)
+            K = _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs)
+            center_sums_tile(K, j0, rowpart[t, i0 - r0:i1 - r0, 0], colsum, colsq)
+
+
+@_pjit
+def fill(P, prm, tr, tc, shift, scale, rmean, cmean, gmean, center, out):
+    """``out = G`` (centred when ``center``) for all rows and columns of ``P``."""
+    n, m = out.shape
+    n_tiles = (n + tr - 1) // tr
+    for t in prange(n_tiles):
+        i0 = t * tr
+        i1 = min(i0 + tr, n)
+        bufs = _tile_buffers(P, tr, tc)
+        for j0 in range(0, m, tc):
+            j1 = min(j0 + tc, m)
+            K = _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs)
+            for ii in range(i1 - i0):
+                i = i0 + ii
+                ri = rmean[i] - gmean if center else 0.0
+                for jj in range(j1 - j0):
+                    v = K[ii, jj]
+                    if center:
+                        v = v - ri - cmean[j0 + jj]
+                    out[i, j0 + jj] = v
+
+
+# ----------------------------------------------------------------------- Python drivers
+#: rows and columns of a kernel tile: 128 x 384 float64 (384 KiB) plus its cross products
+#: stay in a core's L2 cache (measured: 64 to 256 rows by 256 to 512 columns are within
+#: 10% of each other for d = 64; smaller tiles lose BLAS efficiency)
+TILE_ROWS = 128
+TILE_COLS = 384
+#: narrower column tiles for small M, so that column-parallel passes still have about
+#: COL_TILES tiles to share out; never below MIN_TILE_COLS (BLAS efficiency)
+COL_TILES = 16
+MIN_TILE_COLS = 64
+_E2 = np.empty((0, 0))
+_E3 = np.empty((0, 0, 0))
+_BLAS = None
+
+
+def one_blas_thread():
+    """Context limiting BLAS to one thread (the Numba threads do the parallel work)."""
+    global _BLAS
+    if _BLAS is None:
+        # Numba's np.dot calls SciPy's BLAS, which numpy alone does not load: import it
+        # before threadpoolctl takes its inventory of BLAS libraries
+        import scipy.linalg.cython_blas  # noqa: F401
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
+def tile_shape(m, chunk_bytes):
+    """``(tr, tc)``: rows and columns of a tile of G with M columns, from sizes only.
+
+    The default is ``128 x min(384, ~M/16)`` columns; a smaller ``chunk_bytes`` (the budget
+    of one tile's two buffers, 16 bytes per entry) shrinks it, down to ``1 x 1``.
+    """
+    tc = -(-m // COL_TILES)
+    tc = min(TILE_COLS, m, -(-tc // MIN_TILE_COLS) * MIN_TILE_COLS)
+    if 16 * tc > chunk_bytes:
+        tc = max(1, chunk_bytes // 16)
+    tr = max(1, min(TILE_ROWS, chunk_bytes // (16 * tc)))
+    return tr, tc
+
+
+def _band_rows(tr, n_tiles, k, budget):
+    """Rows of one band of a two-sided pass: its partials (n_tiles, rows, k) fit ``budget``."""
+    rows = budget // (8 * n_tiles * max(k, 1))
+    return max(tr, rows // tr * tr)
+
+
+def products(P, prm, tiles, a, b, shift, scale, Om=None, Psi=None, budget=32 << 20):
+    """Uncentred ``(G[a:b] @ Om, G[a:b].T @ Psi)`` from one pass (None where not asked).
+
+    ``Om`` (M, k) and ``Psi`` (b - a, k) are C-contiguous float64; so are the results.
+    """
+    tr, tc = tiles
+    m = P.zz.shape[0]
+    with one_blas_thread():
+        if Psi is None:
+            Y = np.zeros((b - a, Om.shape[1]))
+            pass_rows(P, prm, a, b, tr, tc, shift, scale, Om, Y)
+            return Y, None
+        W = np.zeros((m, Psi.shape[1]))
+        if Om is None:
+            pass_cols(P, prm, a, b, tr, tc, shift, scale, Psi, W, _E2, _E3, False)
+            return None, W
+        k = Om.shape[1]
+        n_tiles = -(-m // tc)
+        band = max(1, min(b - a, _band_rows(tr, n_tiles, k, budget)))
+        Ypart = np.empty((n_tiles, band, k))
+        Y = np.empty((b - a, k))
+        for r0 in range(a, b, band):
+            r1 = min(r0 + band, b)
+            pass_cols(P, prm, r0, r1, tr, tc, shift, scale, Psi[r0 - a:r1 - a], W, Om, Ypart,
+                      True)
+            sum_parts(Ypart, r1 - r0, Y[r0 - a:r1 - a])
+    return Y, W
+
+
+def _center_sums(P, prm, tiles, a, b, shift, scale, budget):
+    """Row sums (b - a), column sums and column sums of squares (M) of rows ``[a, b)``."""
+    tr, tc = tiles
+    m = P.zz.shape[0]
+    n_tiles = -(-m // tc)
+    band = max(1, min(b - a, _band_rows(tr, n_tiles, 1, budget)))
+    rowpart = np.empty((n_tiles, band, 1))
+    rowsum = np.empty((b - a, 1))
+    colsum = np.zeros(m)
+    colsq = np.zeros(m)
+    for r0 in range(a, b, band):
+        r1 = min(r0 + band, b)
+        center_sums(P, prm, r0, r1, tr, tc, shift, scale, rowpart, colsum, colsq)
+        sum_parts(rowpart, r1 - r0, rowsum[r0 - a:r1 - a])
+    return rowsum[:, 0], colsum, colsq
+
+
+def setup_rows(P, prm, tiles, a, b, normalised, center, budget=32 << 20):
+    """Set-up statistics of rows ``[a, b)`` (see ``KernelSource._setup_rows``).
+
+    ``normalised`` (SNE, t): one pass for each row's shift, normaliser and sum of squares.
+    ``center``: one more pass (after the first, which it needs) for the row sums, column
+    sums and sum of squares of the normalised kernel.
+    """
+    n = P.xx.shape[0]
+    shift = np.zeros(n)
+    scale = np.ones(n)
+    part = {"rows": (a, b), "rowsum": None, "colsum": None, "sumsq": None}
+    with one_blas_thread():
+        if normalised:
+            rsum = np.zeros(n)
+            rsq = np.zeros(n)
+            tr, tc = tiles
+            row_stats(P, prm, a, b, tr, tc, shift, rsum, rsq)
+            scale[a:b] = 1.0 / rsum[a:b]
+            part["sumsq"] = float(np.sum(rsq[a:b] * scale[a:b] ** 2))
+        if center:
+            rowsum, colsum, colsq = _center_sums(P, prm, tiles, a, b, shift, scale, budget)
+            part.update(rowsum=rowsum, colsum=colsum, sumsq=float(np.sum(colsq)))
+    part.update(shift=shift[a:b].copy(), scale=scale[a:b].copy())
+    return part
+
+
+def fill_block(P, prm, tiles, shift, scale, rmean, cmean, gmean, center, dtype):
+    """All of ``G`` (centred when ``center``) over the points of ``P``, as ``dtype``."""
+    out = np.empty((P.xx.shape[0], P.zz.shape[0]), dtype=dtype)
+    with one_blas_thread():
+        fill(P, prm, tiles[0], tiles[1], shift, scale, rmean, cmean, gmean, center, out)
+    return out

@@ -1,0 +1,162 @@
+"""Generalized Nyström (Nakatsukasa 2020): one pass, the formula it implements, stability."""
+
+import math
+
+import numpy as np
+import pytest
+
+import solvers
+
+
+def spectrum_matrix(N, M, s, seed, dtype=np.float64):
+    """``U diag(s) V^T`` with random orthonormal U, V (len(s) columns)."""
+    rng = np.random.default_rng(seed)
+    U = np.linalg.qr(rng.standard_normal((N, len(s))))[0]
+    V = np.linalg.qr(rng.standard_normal((M, len(s))))[0]
+    return ((U * s) @ V.T).astype(dtype)
+
+
+class CountingSource:
+    """A dense matrix behind the source protocol, recording which members were called.
+
+    ``with_sketch=False`` leaves out the optional ``sketch`` member.
+    """
+
+    def __init__(self, G, with_sketch=True):
+        self.G, self.shape, self.dtype = G, G.shape, G.dtype
+        self.calls = []
+        if with_sketch:
+            self.sketch = self._sketch
+
+    def rows(self, idx):
+        self.calls.append("rows")
+        return self.G[idx]
+
+    def cols(self, idx):
+        self.calls.append("cols")
+        return self.G[:, idx]
+
+    def block(self, ridx, cidx):
+        self.calls.append("block")
+        return self.G[np.ix_(ridx, cidx)]
+
+    def matmat(self, X):
+        self.calls.append("matmat")
+        return self.G @ X
+
+    def rmatmat(self, Y):
+        self.calls.append("rmatmat")
+        return self.G.T @ Y
+
+    def _sketch(self, Omega, Psi):
+        self.calls.append("sketch")
+        return self.G @ Omega, self.G.T @ Psi
+
+
+def test_one_pass_through_sketch():
+    G = spectrum_matrix(80, 60, 0.8 ** np.arange(60), seed=0)
+    src = CountingSource(G)
+    res = solvers.generalized_nystrom(src, 5, n_oversamples=5, random_state=0)
+    assert src.calls == ["sketch"]
+    assert res.info["one_pass"] is True
+    assert res.info["n_passes"] == 1 and res.info["n_products"] == 1
+    assert res.info["n_matvec"] == res.info["n_right"] + res.info["n_left"]
+
+
+def test_two_passes_without_sketch():
+    G = spectrum_matrix(80, 60, 0.8 ** np.arange(60), seed=0)
+    src = CountingSource(G, with_sketch=False)
+    res = solvers.generalized_nystrom(src, 5, n_oversamples=5, random_state=0)
+    assert sorted(src.calls) == ["matmat", "rmatmat"]
+    assert res.info["one_pass"] is False and res.info["n_passes"] == 2
+    # Same draws, same answer as the one-pass route.
+    one = solvers.generalized_nystrom(CountingSource(G), 5, n_oversamples=5, random_state=0)
+    np.testing.assert_array_equal(res.s, one.s)
+
+
+@pytest.mark.parametrize("shape", [(90, 70), (70, 90)])
+def test_equals_the_formula(shape):
+    """The answer is the top-r SVD of G X (Y^T G X)^+ Y^T G for the same X and Y."""
+    N, M = shape
+    rank, p, factor = 4, 6, 1.5
+    G = spectrum_matrix(N, M, 0.85 ** np.arange(70), seed=1)
+    res = solvers.generalized_nystrom(G, rank, n_oversamples=p, left_factor=factor,
+                                      random_state=3)
+    small, large = rank + p, math.ceil(factor * (rank + p))
+    n_right, n_left = (small, large) if M <= N else (large, small)
+    assert (res.info["n_right"], res.info["n_left"]) == (n_right, n_left)
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((M, n_right))
+    Y = rng.standard_normal((N, n_left))
+    G_hat = (G @ X) @ np.linalg.pinv(Y.T @ G @ X) @ (Y.T @ G)
+    U, s, Vt = np.linalg.svd(G_hat)
+    np.testing.assert_allclose(res.s, s[:rank], rtol=1e-9)
+    np.testing.assert_allclose(np.abs(np.sum(res.U * U[:, :rank], axis=0)), 1, atol=1e-8)
+    np.testing.assert_allclose(np.abs(np.sum(res.V * Vt[:rank].T, axis=0)), 1, atol=1e-8)
+
+
+def test_exact_on_an_exactly_low_rank_matrix_with_a_small_sketch():
+    rng = np.random.default_rng(2)
+    G = rng.standard_normal((200, 5)) @ rng.standard_normal((5, 150))
+    res = solvers.generalized_nystrom(G, 5, n_oversamples=3, random_state=0)
+    np.testing.assert_allclose(res.s, np.linalg.svd(G, compute_uv=False)[:5], rtol=1e-10)
+    np.testing.assert_allclose((res.U * res.s) @ res.V.T, G, atol=1e-10 * np.abs(G).max())
+
+
+def test_stable_on_a_spectrum_decaying_to_1e_minus_20():
+    """The epsilon-pseudo-inverse drops the core's noise-level singular values (the 75 x 50
+    core's exact condition number is ~1e17: its last singular values are rounding noise)."""
+    s = 10.0 ** -np.linspace(0, 20, 60)
+    G = spectrum_matrix(200, 150, s, seed=3)
+    res = solvers.generalized_nystrom(G, 5, n_oversamples=45, random_state=0)
+    assert res.info["numerical_rank"] < 50  # the cut-off removed directions
+    err = np.linalg.norm(G - (res.U * res.s) @ res.V.T, 2)
+    assert err <= (1 + 1e-6) * s[5]  # rank-5 optimum: s[5] ~ 2e-2
+    np.testing.assert_allclose(res.s, s[:5], rtol=1e-8)
+    np.testing.assert_allclose(res.U.T @ res.U, np.eye(5), atol=1e-12)
+    # A large rcond keeps fewer directions: rank 5 from a core truncated below 1e-8.
+    loose = solvers.generalized_nystrom(G, 5, n_oversamples=45, rcond=1e-8, random_state=0)
+    assert loose.info["numerical_rank"] < res.info["numerical_rank"]
+    np.testing.assert_allclose(loose.s, s[:5], rtol=1e-6)
+
+
+def test_rank_deficient_and_zero_matrices_give_zero_values_and_orthonormal_vectors():
+    rng = np.random.default_rng(4)
+    G = rng.standard_normal((60, 2)) @ rng.standard_normal((2, 40))
+    res = solvers.generalized_nystrom(G, 4, random_state=0)
+    assert res.info["numerical_rank"] == 2
+    assert np.all(res.s[2:] <= 1e-12 * res.s[0])
+    for A in (G, np.zeros((30, 20))):
+        r = solvers.generalized_nystrom(A, 4, random_state=0)
+        np.testing.assert_allclose(r.U.T @ r.U, np.eye(4), atol=1e-12)
+        np.testing.assert_allclose(r.V.T @ r.V, np.eye(4), atol=1e-12)
+    zero = solvers.generalized_nystrom(np.zeros((30, 20)), 4, random_state=0)
+    np.testing.assert_array_equal(zero.s, 0)
+    assert zero.info["numerical_rank"] == 0
+
+
+def test_full_effort_uses_the_identity_and_is_exact():
+    G = spectrum_matrix(50, 35, 1.0 / (1 + np.arange(35)), seed=5)
+    res = solvers.generalized_nystrom(G, 6, n_oversamples=100, random_state=0)
+    assert res.info["n_right"] == 35 and res.info["n_left"] == 50
+    np.testing.assert_allclose(res.s, np.linalg.svd(G, compute_uv=False)[:6], rtol=1e-12)
+
+
+def test_float32_stays_float32():
+    # Rank 5 exactly: the answer is exact up to float32 rounding.
+    G = spectrum_matrix(90, 70, 0.6 ** np.arange(5), seed=6, dtype=np.float32)
+    res = solvers.generalized_nystrom(G, 5, n_oversamples=10, random_state=0)
+    assert res.U.dtype == res.s.dtype == res.V.dtype == np.float32
+    s = np.linalg.svd(G.astype(np.float64), compute_uv=False)
+    np.testing.assert_allclose(res.s, s[:5], rtol=1e-4)
+
+
+def test_an_estimate_above_the_norm_bound_warns():
+    """A square core (left_factor=1) on a heavy-tailed spectrum: the oblique projection
+    overshoots ||G||_F, and the source's norm_bound() catches it."""
+    s = (1.0 + np.arange(300)) ** -0.25
+    G = spectrum_matrix(400, 300, s, seed=7)
+    with pytest.warns(RuntimeWarning, match=r"exceeds the bound .* on \|\|G\|\|_2"):
+        res = solvers.generalized_nystrom(G, 10, n_oversamples=5, left_factor=1.0,
+                                          random_state=0)
+    assert res.s[0] > np.linalg.norm(G)
