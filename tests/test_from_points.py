@@ -5,7 +5,6 @@ import pickle
 import subprocess
 import sys
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -107,7 +106,7 @@ def test_sketch_counts_one_pass_and_float32_operands():
     assert S.sketch(np.ones((M, 0)), Wv)[0].shape == (N, 0)
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
+@pytest.mark.numba_threads(2)  # fewer here: runs in a subprocess with 2
 @pytest.mark.parametrize("layout", ["dense", "sparse_both"])
 def test_passes_same_bits_with_1_and_2_threads(layout, with_numba_threads):
     X, Z = _points(layout, seed=5, n=301, m=257)
@@ -133,14 +132,14 @@ _CHILD = """
 import hashlib, sys
 import numpy as np
 from ksvd_bench.kernels import KernelSource, kernel_matrix
-from ksvd_bench.kernels import _fused as F
+from ksvd_bench.kernels.backends import cpu as F
 
 rng = np.random.default_rng(3)
 X, Z = rng.normal(size=(700, 3)), rng.normal(size=(200, 3))
 V, U = rng.normal(size=(200, 3)), rng.normal(size=(700, 2))
 if sys.argv[1] == "preload":
     S0 = KernelSource._from_arrays(X, Z, "sne", gamma=0.7, center=True, setup=False)
-    P, prm, (n, m) = S0._points(), S0._params, S0.shape
+    P, prm, (n, m) = S0._backend.points(), S0._backend.params, S0.shape
     C, K, sh = np.empty((2, 3)), np.empty((2, 3)), np.zeros(n)
     F.cross_tile(P, 0, 2, 0, 3, C, np.zeros(1))
     F.row_stats_tile(C, P, prm, 0, 0, True, sh, np.zeros(n), np.zeros(n), np.empty(3),
@@ -253,13 +252,25 @@ def test_extreme_magnitudes_are_rescaled():
             np.testing.assert_allclose(S.dense(), ref, rtol=1e-12, atol=1e-14)
 
 
-def test_overflowing_poly_raises():
+def test_overflowing_poly_and_linear_are_refused_at_construction():
+    """A kernel whose norm bound overflows was accepted and gave inf products (and
+    ``norm_bound() = inf``, degree 400): now refused, naming the cure."""
     X, Z = _points("dense", seed=12, n=20, m=10)
-    S = KernelSource.from_points(X, Z, "poly", degree=1000)
-    with pytest.raises(ValueError, match="poly.*overflows"):
-        S.matmat(np.ones(10))
-    with pytest.raises(ValueError, match="poly.*overflows"):
-        S.rows([0])
+    for degree in (400, 1000):
+        with pytest.raises(ValueError, match=r"kernel 'poly' may overflow.*lower degree="):
+            KernelSource.from_points(X, Z, "poly", degree=degree)
+        with pytest.raises(ValueError, match=r"kernel 'poly' may overflow"):
+            KernelSource(np.random.default_rng(1).standard_normal((30, 30)), "poly",
+                         degree=degree, compat=None, structured=False)
+    with pytest.raises(ValueError, match=r"kernel 'linear' may overflow.*rescale X and Z"):
+        KernelSource.from_points(X * 1e160, Z * 1e160, "linear")
+    with pytest.raises(ValueError, match=r"exceeds the float32 range"):
+        KernelSource.from_points(X * 1e19, Z * 1e19, "linear", dtype=np.float32)
+    # a large but representable degree: the bound is computed in logs, finite and valid
+    S = KernelSource.from_points(X / 4, Z / 4, "poly", degree=200, center=True)
+    G = kernel_matrix(X / 4, Z / 4, "poly", degree=200, center=True)
+    assert np.isfinite(S.norm_bound()) and S.norm_bound() >= np.linalg.norm(G, 2)
+    np.testing.assert_allclose(S.dense(), G, rtol=1e-12, atol=1e-12 * np.abs(G).max())
 
 
 # ------------------------------------------------------------------ bad input
@@ -331,3 +342,153 @@ def test_from_points_equals_kernel_matrix_hypothesis(prob):
     np.testing.assert_allclose(Y, G @ V, rtol=0, atol=10 * tol)
     np.testing.assert_allclose(W, G.T @ U, rtol=0, atol=10 * tol)
     assert S.norm_bound() >= np.linalg.norm(G, 2)
+
+
+# ------------------------------------------------------------------ backends
+def test_device_cpu_is_the_default_backend():
+    X, Z = _points("dense", seed=11, n=40, m=30)
+    S = KernelSource.from_points(X, Z, "sne", center=True, **KW)
+    C = KernelSource.from_points(X, Z, "sne", center=True, device="cpu", **KW)
+    A = KernelSource(X, "rbf", compat="pinv", device="cpu")
+    assert S.device == C.device == A.device == "cpu"
+    assert C._backend.name == "cpu" and C._backend.tiles == (C.chunk_rows, C.chunk_cols)
+    V = np.random.default_rng(0).standard_normal((30, 2))
+    np.testing.assert_array_equal(S.matmat(V), C.matmat(V))
+    for bad in ("gpu", None, 0):
+        with pytest.raises(ValueError, match="device must be one of"):
+            KernelSource.from_points(X, Z, "sne", device=bad, **KW)
+        with pytest.raises(ValueError, match="device must be one of"):
+            KernelSource(X, "sne", device=bad)
+    with pytest.raises(ValueError, match="structured=True runs in process on the CPU"):
+        KernelSource(sp.random(20, 20, density=0.2, random_state=0, format="csr"), "sne",
+                     structured=True, device="cuda")
+
+
+def test_backends_import_no_source_module():
+    """The source picks a backend, never the reverse (no import circle)."""
+    import ast
+    import pathlib
+
+    import ksvd_bench.kernels.backends as backends
+
+    up = ("source", "structured", "distributed")  # the modules that pick a backend
+    for path in pathlib.Path(backends.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.ImportFrom) and node.level == 2:  # from .. import x
+                names = [f"ksvd_bench.kernels.{n}" for n in
+                         [node.module or ""] + [a.name for a in node.names]]
+            else:
+                continue
+            for name in names:
+                assert not any(name.startswith(f"ksvd_bench.kernels.{u}") for u in up), \
+                    f"{path.name} imports {name}"
+
+
+# ------------------------------------------------------------------ float32 far from the origin
+@pytest.mark.parametrize("kernel", ["rbf", "sne", "t"])
+def test_float32_points_far_from_the_origin(kernel):
+    """Points at 100 + N(0, 1): the cross products cancel 2.6 digits about the origin (the
+    float32 kernel was off by 3e-3); about the common mean they cancel none."""
+    rng = np.random.default_rng(14)
+    X = (100 + rng.standard_normal((300, 64))).astype(np.float32)
+    Z = (100 + rng.standard_normal((200, 64))).astype(np.float32)
+    gamma = np.sqrt(128.0)
+    G = kernel_matrix(X.astype(np.float64), Z.astype(np.float64), kernel, gamma=gamma)
+    scale = np.abs(G).max()
+    G32 = kernel_matrix(X, Z, kernel, gamma=gamma)
+    S32 = KernelSource.from_points(X, Z, kernel, gamma=gamma, center=True)
+    assert G32.dtype == S32.dtype == np.float32
+    assert np.abs(G32 - G).max() <= 1e-5 * scale
+    Gc = G - G.mean(axis=1, keepdims=True) - G.mean(axis=0) + G.mean()
+    assert np.abs(S32.dense() - Gc).max() <= 1e-5 * scale
+    V = rng.standard_normal((200, 2))
+    assert np.abs(S32.matmat(V) - Gc @ V).max() <= 1e-5 * scale * np.abs(V).sum(axis=0).max()
+
+
+def test_translation_keeps_linear_and_poly_and_sparse_exact():
+    """Only distance kernels are translated: x.z changes under a translation."""
+    rng = np.random.default_rng(15)
+    X, Z = 50 + rng.standard_normal((20, 4)), 50 + rng.standard_normal((15, 4))
+    np.testing.assert_allclose(kernel_matrix(X, Z, "linear"), X @ Z.T, rtol=1e-15)
+    S = KernelSource.from_points(X, Z, "poly", degree=2, coef0=1.0)
+    np.testing.assert_allclose(S.dense(), (X @ Z.T + 1.0) ** 2, rtol=1e-14)
+    Xs = sp.random(20, 4, density=0.5, random_state=0, format="csr") * 50
+    Gs = kernel_matrix(Xs, Xs, "rbf", gamma=30.0)
+    D = Xs.toarray()
+    ref = np.exp(-((D[:, None, :] - D[None, :, :]) ** 2).sum(-1) / 900.0)
+    np.testing.assert_allclose(Gs, ref, rtol=0, atol=1e-13)
+
+
+# ------------------------------------------------------------------ found by a new user
+@pytest.mark.parametrize("kernel", ["sne", "linear"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_later_writes_to_the_points_leave_the_source_unchanged(kernel, sparse):
+    """``X[0, 0] = 50`` after construction used to change G behind the source's back."""
+    X, Z = _points("sparse_both" if sparse else "dense", seed=16, n=30, m=20)
+    S = KernelSource.from_points(X, Z, kernel, center=True, **KW)
+    before = S.dense()
+    if sparse:
+        X.data[0] = 50.0
+        Z.data[:] = 0.0
+    else:
+        X[0, 0] = 50.0
+        Z[:] = 0.0
+    np.testing.assert_array_equal(S.dense(), before)
+    np.testing.assert_allclose(S.matmat(np.ones(20)), before.sum(axis=1), atol=1e-12)
+    A = np.random.default_rng(17).standard_normal((25, 25))
+    T = KernelSource(A, kernel, compat=None, structured=False, center=True)
+    before = T.dense()
+    A[0, :] = 50.0
+    np.testing.assert_array_equal(T.dense(), before)
+
+
+def test_masked_points_are_refused():
+    X = np.ma.masked_array(np.ones((5, 3)))
+    X[1, 2] = np.ma.masked
+    with pytest.raises(TypeError, match=r"X is a masked array with 1 masked entries.*filled"):
+        KernelSource.from_points(X, np.ones((4, 3)), "rbf", gamma=1.0)
+    with pytest.raises(TypeError, match=r"Z is a masked array"):
+        KernelSource.from_points(np.ones((4, 3)), X, "rbf", gamma=1.0)
+    with pytest.raises(TypeError, match=r"A is a masked array"):
+        KernelSource(X, "rbf", gamma=1.0)
+    with pytest.raises(TypeError, match=r"X is a masked array"):
+        kernel_matrix(X, X, "rbf", gamma=1.0)
+    # no masked entry: the plain data
+    plain = np.random.default_rng(0).standard_normal((5, 3))
+    S = KernelSource.from_points(np.ma.masked_array(plain, mask=False), plain, "rbf", gamma=1.0)
+    np.testing.assert_array_equal(S.dense(), kernel_matrix(plain, plain, "rbf", gamma=1.0))
+
+
+def test_complex_and_overflowing_operands_are_refused_by_name():
+    """A complex operand lost its imaginary part with a ComplexWarning; a finite operand of
+    1e308 returned inf/NaN."""
+    X, Z = _points("dense", seed=18, n=30, m=20)
+    S = KernelSource.from_points(X, Z, "sne", center=True, **KW)
+    L = KernelSource.from_points(X, Z, "linear")
+    V, U = np.ones((20, 2)), np.ones((30, 2))
+    for src in (S, L):
+        with pytest.raises(TypeError, match=r"X is complex"):
+            src.matmat(V + 1j)
+        with pytest.raises(TypeError, match=r"Y is complex"):
+            src.rmatmat(U[:, 0] * 1j)
+        with pytest.raises(TypeError, match=r"Omega is complex"):
+            src.sketch(V.astype(np.complex64), U)
+        with pytest.raises(TypeError, match=r"Psi is complex"):
+            src.sketch(V, U + 0j)
+        with pytest.raises(TypeError, match=r"X must hold real numbers"):
+            src.matmat(np.array([["a"] * 2] * 20))
+        with pytest.raises(ValueError, match=r"G @ X overflows.*rescale X"):
+            src.matmat(V * 1e308)
+        with pytest.raises(ValueError, match=r"G\.T @ Y overflows.*rescale Y"):
+            src.rmatmat(U * 1e308)
+        with pytest.raises(ValueError, match=r"G\.T @ Psi overflows.*rescale Psi"):
+            src.sketch(V, U * 1e308)
+        with pytest.raises(TypeError, match=r"X is a masked array"):
+            src.matmat(np.ma.masked_array(V, mask=np.eye(20, 2, dtype=bool)))
+    V = np.random.default_rng(19).standard_normal((20, 2))
+    Y = S.matmat(V * 2.0**990)  # large but representable: no error, the exact scaling
+    np.testing.assert_array_equal(Y, S.matmat(V) * 2.0**990)

@@ -151,7 +151,7 @@ def test_structured_dispatch():
     assert type(KernelSource(A, "sne", compat="pinv")) is KernelSource
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
+@pytest.mark.numba_threads(2)  # fewer here: runs in a subprocess with 2
 @pytest.mark.parametrize("kernel", ["sne", "t"])
 def test_same_result_with_1_and_2_threads(kernel):
     A = _data((300, 260), True, 5)

@@ -1,6 +1,5 @@
 """kernel_matrix, center_matrix, compat_data and ksvd_kernel against numpy/sklearn oracles."""
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -173,7 +172,7 @@ def test_center_matrix_keeps_input_and_float32():
     np.testing.assert_allclose(Gc.mean(axis=1), 0.0, atol=1e-6)
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
+@pytest.mark.numba_threads(2)  # fewer here: runs in a subprocess with 2
 @pytest.mark.parametrize("kernel", ["sne", "rbf", "t", "poly"])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_same_result_with_1_and_2_threads(kernel, sparse, with_numba_threads):

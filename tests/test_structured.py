@@ -244,6 +244,7 @@ def test_float32(small_graph):
     np.testing.assert_allclose(res.s, structured_svd(s64, 4).s, rtol=1e-5)
 
 
+@pytest.mark.numba_threads(2)  # fewer here: runs in a subprocess with 2
 def test_thread_count_does_not_change_bits(cora):
     src = StructuredKernelSource(cora, "sne", gamma=paper_gamma(cora, 1.0))
     X = np.random.default_rng(2).standard_normal((cora.shape[0], 256))  # parallel path
@@ -349,10 +350,11 @@ def test_pubmed_memory_and_arpack_agreement():
     _check_against(res, arp.U, arp.s, arp.V)
 
 
+@pytest.mark.numba_threads(2)  # fewer here: runs in a subprocess with 2
 def test_one_vector_kernels_serial_and_parallel_agree_bitwise(cora):
     # ARPACK's products: the parallel compile (large operators) and the serial one sum every
     # row in the same order, whatever the number of threads.
-    from ksvd_bench.kernels import structured as S
+    from ksvd_bench.kernels.structured import _kernels as S
 
     src = StructuredKernelSource(cora, "sne", gamma=paper_gamma(cora, 1.0), center=True)
     n = cora.shape[0]
@@ -477,6 +479,10 @@ def test_bad_input(small_graph):
     src = StructuredKernelSource(A, gamma=1.0)
     with pytest.raises(ValueError, match="X must have shape"):
         src.matmat(np.ones((7, 2)))
+    with pytest.raises(TypeError, match="X is complex"):  # it lost its imaginary part
+        src.matmat(np.ones(src.shape[1]) * 1j)
+    with pytest.raises(TypeError, match="Y is complex"):
+        src.rmatmat(np.ones((src.shape[0], 2), dtype=np.complex64))
     with pytest.raises(IndexError, match="row indices"):
         src.rows([300])
     with pytest.raises(IndexError, match="column indices"):

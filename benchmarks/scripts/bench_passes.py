@@ -35,7 +35,7 @@ import numba
 import numpy as np
 
 from ksvd_bench.kernels import KernelSource, kernel_matrix
-from ksvd_bench.kernels import _fused as fused
+from ksvd_bench.kernels.backends import cpu as fused
 
 
 def points(n, d, seed=0):

@@ -196,7 +196,7 @@ def _warm_up_kernels(center):
     A solve on a small graph runs the serial compiles; the parallel ones, which only large
     operators use, are called directly with the argument types of the large solve.
     """
-    from ksvd_bench.kernels import structured
+    from ksvd_bench.kernels.structured import _kernels as structured
 
     A = make_directed_graph(2000, random_state=1).adjacency
     src = KernelSource(A, "sne", center=center)

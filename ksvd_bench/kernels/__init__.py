@@ -6,8 +6,9 @@ matrix ``A`` into one space (the paper's Algorithm 2); ``ksvd_kernel`` returns t
 ``A`` and ``KernelSource`` a lazy matrix source of it for the solvers
 (``KernelSource.from_points(X, Z, ...)``: the lazy G of two point sets). A lazy source never
 stores G: ``matmat``, ``rmatmat`` and ``sketch`` (both products from one pass) are fused tile
-passes that compute each tile of G in cache and multiply it at once.
-``StructuredKernelSource`` (module ``structured``) is loaded on first attribute access.
+passes that compute each tile of G in cache and multiply it at once, on the backend that
+``device`` names (``backends``: "cpu", "cuda"; ``client=`` runs them on a Dask cluster).
+``StructuredKernelSource`` (package ``structured``) is loaded on first attribute access.
 """
 
 from ._params import COMPATS, EXP_KERNELS, KERNELS, paper_gamma

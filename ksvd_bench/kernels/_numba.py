@@ -32,20 +32,21 @@ COL_CHUNK = 256
 SERIAL_BELOW = 1 << 16
 
 
-def compile_twice(func):
+def compile_twice(func, fastmath=True):
     """``(parallel, serial)`` Numba compiles of one Python kernel written with ``prange``.
 
     ``prange`` is ``range`` when ``parallel`` is off, so both run the same loops in the same
     order per output row and give the same bits. Numba's on-disk cache is keyed by the
     function's qualified name and bytecode, not by the compile flags: the serial compile is
     made from a renamed copy of ``func`` so that neither compile is loaded as the other.
+    ``fastmath`` is Numba's (True, or a set of flags), the same for both.
     """
     twin = types.FunctionType(func.__code__, func.__globals__, func.__name__ + "_serial",
                               func.__defaults__, func.__closure__)
     twin.__qualname__ = func.__qualname__ + "_serial"
     twin.__doc__ = func.__doc__
-    return (numba.njit(parallel=True, fastmath=True, cache=True)(func),
-            numba.njit(fastmath=True, cache=True)(twin))
+    return (numba.njit(parallel=True, fastmath=fastmath, cache=True)(func),
+            numba.njit(fastmath=fastmath, cache=True)(twin))
 
 
 class _Kernel:

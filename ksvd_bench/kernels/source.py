@@ -7,11 +7,13 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from solvers._source import check_index  # solvers imports nothing from ksvd_bench
+from solvers import check_index  # solvers imports nothing from ksvd_bench
 
-from . import _fused as F
 from . import _numba as nb
+from ._ordered import count_nonfinite, ordered_dot, ordered_sum_squares
 from ._params import EXP_KERNELS, check_gamma, check_kernel, paper_gamma
+from .backends import backend_class, check_device
+from .backends.base import CODES, Params
 from .compat import compat_data, resolve_compat
 from .matrix import (
     _KIND,
@@ -24,6 +26,7 @@ from .matrix import (
     kernel_matrix,
     scale_for_bandwidth,
     squared_norms,
+    translate_to_mean,
 )
 
 __all__ = ["ksvd_kernel", "KernelSource"]
@@ -124,6 +127,52 @@ def _check_points(X, Z, kernel, gamma, degree, coef0, dtype, center):
             check_coef0(coef0), dtype)
 
 
+def _check_device_client(device, client):
+    """The device; a cluster runs the CPU passes on its workers (no device there)."""
+    device = check_device(device)
+    if client is not None and device != "cpu":
+        raise ValueError(f"device={device!r} runs in this process: pass client=None, or "
+                         f"device='cpu' with a client")
+    return device
+
+
+def _log_sum_pow(v, p):
+    """``log(sum_i v_i ** p)`` for ``v >= 0`` without overflow (``-inf`` for all zeros)."""
+    with np.errstate(divide="ignore"):
+        t = p * np.log(v)
+    top = float(np.max(t))
+    if not np.isfinite(top):
+        return top
+    return top + float(np.log(np.sum(np.exp(t - top))))
+
+
+def _check_bounded(kernel, xx, zz, degree, coef0, dtype):
+    """Log of the analytic bound on ``||G||_2`` of "linear" and "poly" (None for the others).
+
+    ``||X||_F ||Z||_F`` for linear, ``sqrt(sum_i (|x_i|^2 + |c|)^p sum_j (|z_j|^2 +
+    |c|)^p)`` for poly (Cauchy-Schwarz: every ``|x.z + c|^p`` is at most its two factors'
+    geometric mean), computed in logs. Raises when it overflows: the kernel's entries could
+    then overflow and the solvers could not bound G (``xx``, ``zz``: float64 squared norms).
+    """
+    if kernel not in ("linear", "poly"):
+        return None
+    p = 1.0 if kernel == "linear" else degree
+    c = 0.0 if kernel == "linear" else abs(coef0)
+    with np.errstate(over="ignore"):
+        log_bound = 0.5 * (_log_sum_pow(xx + c, p) + _log_sum_pow(zz + c, p))
+    # linear: the cross products x.z themselves are stored in the storage dtype
+    limit = np.log(np.finfo(dtype if kernel == "linear" else np.float64).max)
+    if not log_bound < limit:
+        what = ("||X||_F ||Z||_F" if kernel == "linear" else
+                f"sqrt(sum_i (|x_i|^2 + |coef0|)^{p:g} sum_j (|z_j|^2 + |coef0|)^{p:g})")
+        size = f"10^{log_bound / np.log(10):.0f}" if np.isfinite(log_bound) else "inf"
+        fix = "rescale X and Z" + ("" if kernel == "linear" else f" or lower degree={p:g}")
+        raise ValueError(f"kernel {kernel!r} may overflow for these points: its bound on "
+                         f"||G||_2, {what} = {size}, exceeds the {np.dtype(dtype)} range; "
+                         f"{fix}")
+    return float(log_bound)
+
+
 def _as_float64(V):
     return np.ascontiguousarray(V, dtype=np.float64)
 
@@ -168,6 +217,12 @@ class KernelSource:
         :class:`~ksvd_bench.kernels.distributed.DistributedKernelSource`). The structured
         source stays in process: its products cost about as much as moving their operands
         to the workers and back (``benchmarks/scripts/bench_distributed.py``).
+    device : {"cpu", "cuda"}, default="cpu"
+        Where the tile passes run (:mod:`ksvd_bench.kernels.backends`): ``"cuda"`` runs them
+        on one GPU (needs numba-cuda and a GPU; with ``client=None`` only). The structured
+        source is a CPU source: ``structured="auto"`` does not apply on ``"cuda"``. The GPU
+        holds O((N + M)(d + k)), never G: about 1.8 GB at N = M = 1e6, d = 64, k = 40,
+        float32 (:mod:`ksvd_bench.kernels.backends.cuda`).
 
     Attributes
     ----------
@@ -182,6 +237,8 @@ class KernelSource:
     center : bool
     n_features : int
         Dimension d of the points (after the compat map for ``KernelSource(A)``).
+    device : str
+        The backend running the passes ("cpu" or "cuda").
     chunk_rows, chunk_cols : int
         Rows and columns of one tile of the fused passes.
     n_entries : int
@@ -202,6 +259,14 @@ class KernelSource:
     output is summed by one owner in a fixed order, so results are bitwise independent of
     the number of Numba threads.
 
+    *Points.* The source stores its own copy of the points, so later writes to the caller's
+    arrays never change G. For the distance kernels two dense point sets are stored
+    translated by their common mean: distances do not change, and float32 points far from
+    the origin keep their accuracy (points at ``100 + N(0, 1)``, d = 64, ``gamma^2 = 128``:
+    1e-6 relative, 3e-3 without). A "linear" or "poly" kernel whose analytic norm bound
+    overflows (below) is refused at construction; a product that overflows because of its
+    operand raises ``ValueError`` naming the operand, and a complex operand ``TypeError``.
+
     *Set-up pass.* SNE and t rows need their shift (SNE: the smallest distance, for a stable
     ``exp``) and normaliser: one streaming pass computes them, with the row sums of squares.
     Centring needs the row, column and grand means of the normalised kernel: one more pass
@@ -213,26 +278,32 @@ class KernelSource:
     *Extreme scales.* Exp and t kernels rescale the points by a power of two when their
     magnitude or ``gamma`` is extreme (exact), so ``|x|^2`` and ``1/gamma^2`` cannot
     overflow; a ``gamma`` too small for any float64 kernel raises ``ValueError``. A linear
-    or poly kernel whose values overflow raises ``ValueError`` when they are computed.
+    or poly kernel whose norm bound (:meth:`norm_bound`, computed in logs) overflows raises
+    ``ValueError`` at construction.
 
     *Scale-out hooks.* The private methods :meth:`_setup_rows`, :meth:`_finish_setup`,
     :meth:`_pass_rows` and :meth:`_block_rows` express every pass as work on a range of rows
     plus a reduction in a fixed order; :meth:`_from_arrays` builds a source without the
     set-up pass, and the object pickles as its points and per-row constants. A distributed
-    wrapper runs these on row blocks; in process they run on ``[0, N)``.
+    wrapper runs these on row blocks; in process they run on ``[0, N)``. Each hook hands
+    the tile work to the backend of ``device`` (``setup_rows``, ``products``, ``block``:
+    :mod:`ksvd_bench.kernels.backends.base`) and keeps the centring algebra here.
     """
 
     def __new__(cls, A=None, kernel="sne", *, gamma=None, bandwidth_factor=1.0, compat="auto",
                 center=True, random_state=None, degree=2, coef0=1.0, dtype=None,
-                structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES, client=None):
+                structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES, client=None, device="cpu"):
         if structured not in ("auto", True, False):
             raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
+        device = _check_device_client(device, client)
+        if device != "cpu" and structured is True:
+            raise ValueError("structured=True runs in process on the CPU: use device='cpu'")
         if client is not None and cls is KernelSource:
             return _on_cluster(A, kernel, gamma=gamma, bandwidth_factor=bandwidth_factor,
                                compat=compat, center=center, random_state=random_state,
                                degree=degree, coef0=coef0, dtype=dtype, structured=structured,
                                chunk_bytes=chunk_bytes, client=client)
-        if structured is False or cls is not KernelSource:
+        if structured is False or device != "cpu" or cls is not KernelSource:
             return super().__new__(cls)
         kernel_ok = isinstance(kernel, str) and kernel in EXP_KERNELS
         shape = getattr(A, "shape", None)
@@ -269,7 +340,8 @@ class KernelSource:
 
     def __init__(self, A, kernel="sne", *, gamma=None, bandwidth_factor=1.0, compat="auto",
                  center=True, random_state=None, degree=2, coef0=1.0, dtype=None,
-                 structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES, client=None):
+                 structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES, client=None, device="cpu"):
+        device = _check_device_client(device, client)
         kernel = check_kernel(kernel)
         A = check_data(A, "A")
         dtype = _resolve_dtype(dtype, A)
@@ -280,7 +352,7 @@ class KernelSource:
         gamma = _resolve_gamma(A, kernel, gamma, bandwidth_factor)
         chunk_bytes = _check_chunk_bytes(chunk_bytes)
         X, Z = compat_data(A, compat, random_state=random_state)
-        self._init_points(X, Z, kernel, gamma, center, degree, coef0, dtype, chunk_bytes)
+        self._init_points(X, Z, kernel, gamma, center, degree, coef0, dtype, chunk_bytes, device)
         self.compat = compat
         if client is None:  # else the cluster runs it (see _on_cluster)
             self._run_setup()
@@ -288,7 +360,7 @@ class KernelSource:
     # ----------------------------------------------------------------- construction
     @classmethod
     def from_points(cls, X, Z, kernel="sne", *, gamma=None, center=False, degree=2, coef0=1.0,
-                    dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, client=None):
+                    dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, client=None, device="cpu"):
         """Lazy kernel matrix of two point sets, ``G_ij = k(x_i, z_j)``.
 
         Equal to ``kernel_matrix(X, Z, kernel, ...)`` to rounding (SNE and t rows are
@@ -317,6 +389,8 @@ class KernelSource:
             Run the set-up pass and every pass as tasks over row blocks on this Dask
             cluster: returns a
             :class:`~ksvd_bench.kernels.distributed.DistributedKernelSource`.
+        device : {"cpu", "cuda"}, default="cpu"
+            Where the tile passes run (see :class:`KernelSource`).
 
         Returns
         -------
@@ -340,18 +414,19 @@ class KernelSource:
         >>> bool(np.allclose(S.matmat(V), G @ V))
         True
         """
+        device = _check_device_client(device, client)
         if client is not None:
-            from .distributed import DistributedKernelSource, check_client
+            from .backends.dask import DistributedKernelSource, check_client
 
             check_client(client)
         src = cls._from_arrays(X, Z, kernel, gamma=gamma, center=center, degree=degree,
                                coef0=coef0, dtype=dtype, chunk_bytes=chunk_bytes,
-                               setup=client is None)
+                               setup=client is None, device=device)
         return src if client is None else DistributedKernelSource(src, client)
 
     @classmethod
     def _from_arrays(cls, X, Z, kernel="sne", *, gamma=None, center=False, degree=2, coef0=1.0,
-                     dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, setup=True):
+                     dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, setup=True, device="cpu"):
         """:meth:`from_points` with the set-up pass optional (scale-out hook).
 
         With ``setup=False`` the source holds its points but no per-row constants: run
@@ -360,38 +435,38 @@ class KernelSource:
         """
         args = _check_points(X, Z, kernel, gamma, degree, coef0, dtype, center)
         obj = object.__new__(cls)
-        obj._init_points(*args, _check_chunk_bytes(chunk_bytes))
+        obj._init_points(*args, _check_chunk_bytes(chunk_bytes), check_device(device))
         obj.compat = None
         if setup:
             obj._run_setup()
         return obj
 
-    def _init_points(self, X, Z, kernel, gamma, center, degree, coef0, dtype, chunk_bytes):
-        """Store the points in the layout of the fused passes; no pass is run."""
+    def _init_points(self, X, Z, kernel, gamma, center, degree, coef0, dtype, chunk_bytes,
+                     device="cpu"):
+        """Store the points and hand them to the backend of ``device``; no pass is run."""
         self.kernel = kernel
         self.gamma = gamma
         self.center = center
         self.degree = degree
         self.coef0 = coef0
         self.dtype = np.dtype(dtype)
+        self.device = device
         self.shape = (X.shape[0], Z.shape[0])
         self.n_features = X.shape[1]
         inv_g2 = 0.0
         if kernel in _KIND:
+            # distances do not change, their float32 rounding does (see translate_to_mean)
+            X, Z = translate_to_mean(X, Z)
             X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma)
-        self._params = F.Params(_CODE[kernel], float(inv_g2), float(coef0), float(degree))
-        xsp, zsp = sp.issparse(X), sp.issparse(Z)
-        self._mode = (F.BOTH_SPARSE if xsp and zsp else F.X_SPARSE if xsp
-                      else F.Z_SPARSE if zsp else F.DENSE)
+        params = Params(CODES[kernel], float(inv_g2), float(coef0), float(degree))
         X, Z = self._cast(X), self._cast(Z)
         # norms of the stored (rounded) points, so that d = |x|^2 + |z|^2 - 2 x.z cancels
-        self._xx = squared_norms(X).astype(self.dtype)
-        self._zz = squared_norms(Z).astype(self.dtype)
-        # one dense side is stored transposed when the other is sparse (axpy-friendly)
-        self._X = np.ascontiguousarray(X.T) if self._mode == F.Z_SPARSE else X
-        self._Z = np.ascontiguousarray(Z.T) if self._mode == F.X_SPARSE else Z
-        self._chunk_bytes = chunk_bytes
-        self.chunk_rows, self.chunk_cols = F.tile_shape(self.shape[1], chunk_bytes)
+        xx, zz = squared_norms(X), squared_norms(Z)
+        self._log_bound = _check_bounded(kernel, xx, zz, degree, coef0, self.dtype)
+        self._xx = xx.astype(self.dtype)
+        self._zz = zz.astype(self.dtype)
+        self._backend = backend_class(device)(X, Z, self._xx, self._zz, params, chunk_bytes)
+        self.chunk_rows, self.chunk_cols = self._backend.tiles
         self.n_entries = 0
         self.n_matmat = 0
         self.n_passes = 0
@@ -405,10 +480,14 @@ class KernelSource:
         self._ready = False
 
     def _cast(self, V):
-        """``V`` in the storage dtype: CSR, or a C-contiguous array."""
+        """A copy of ``V`` in the storage dtype: CSR, or a C-contiguous array.
+
+        Always a copy: the source must not change when the caller later writes to the
+        points it was built from.
+        """
         if sp.issparse(V):
-            return sp.csr_matrix(V, dtype=self.dtype)
-        return np.ascontiguousarray(V, dtype=self.dtype)
+            return sp.csr_matrix(V, dtype=self.dtype, copy=True)
+        return np.array(V, dtype=self.dtype, order="C", copy=True)
 
     def _run_setup(self):
         self._finish_setup([self._setup_rows(0, self.shape[0])])
@@ -420,36 +499,6 @@ class KernelSource:
     @property
     def _normalised(self):
         return self.kernel in ("sne", "t")
-
-    @property
-    def _tiles(self):
-        return self.chunk_rows, self.chunk_cols
-
-    def _take_x(self, rows):
-        """Stored row points ``X[rows]`` (an index array or a slice)."""
-        if self._mode == F.Z_SPARSE:
-            return np.ascontiguousarray(self._X[:, rows])
-        return self._X[rows]
-
-    def _take_z(self, cols):
-        if self._mode == F.X_SPARSE:
-            return np.ascontiguousarray(self._Z[:, cols])
-        return self._Z[cols]
-
-    def _points(self, X=None, Z=None, xx=None, zz=None):
-        """The Numba view (:class:`_fused.Points`) of all points, or of the given subsets."""
-        X = self._X if X is None else X
-        Z = self._Z if Z is None else Z
-        xx = self._xx if xx is None else xx
-        zz = self._zz if zz is None else zz
-        empty2 = np.empty((0, 0), dtype=self.dtype)
-        x = _csr_arrays(X, self.dtype) if sp.issparse(X) else (_EMPTY_IDX, _EMPTY_IDX,
-                                                                 np.empty(0, self.dtype))
-        z = _csr_arrays(Z, self.dtype) if sp.issparse(Z) else (_EMPTY_IDX, _EMPTY_IDX,
-                                                                 np.empty(0, self.dtype))
-        xd = empty2 if sp.issparse(X) else X
-        zd = empty2 if sp.issparse(Z) else Z
-        return F.Points(self._mode, self.n_features, xd, *x, zd, *z, xx, zz)
 
     def _check_ready(self):
         if not self._ready:
@@ -466,13 +515,8 @@ class KernelSource:
     def _eval(self, ridx, cidx):
         """Block ``G[ridx][:, cidx]``; None stands for all rows / all columns."""
         self._check_ready()
-        rows = slice(None) if ridx is None else ridx
-        cols = slice(None) if cidx is None else cidx
-        P = self._points(self._take_x(rows), self._take_z(cols), self._xx[rows],
-                         self._zz[cols])
-        B = F.fill_block(P, self._params, self._tiles, self._shift[rows], self._scale[rows],
-                         self._rmean[rows], self._cmean[cols], self._gmean, self.center,
-                         self.dtype)
+        B = self._backend.block(ridx, cidx, self._shift, self._scale, self._rmean,
+                                self._cmean, self._gmean, self.center)
         check_finite_kernel(B, self.kernel, self.degree)
         return B
 
@@ -497,8 +541,7 @@ class KernelSource:
         if not (self._normalised or self.center):
             return {"rows": (a, b), "shift": np.zeros(b - a), "scale": np.ones(b - a),
                     "rowsum": None, "colsum": None, "sumsq": None}
-        return F.setup_rows(self._points(), self._params, self._tiles, a, b, self._normalised,
-                            self.center, self._chunk_bytes)
+        return self._backend.setup_rows(a, b, self._normalised, self.center)
 
     def _finish_setup(self, parts):
         """Combine :meth:`_setup_rows` results whose ranges tile ``[0, N)`` (list order).
@@ -553,26 +596,24 @@ class KernelSource:
         Psi = Psi if Psi is not None and Psi.shape[1] else None
         if Om is None and Psi is None:
             return Y, W
-        Yp, Wp = F.products(self._points(), self._params, self._tiles, a, b, self._shift,
-                            self._scale, Om, Psi, self._chunk_bytes)
+        Yp, Wp = self._backend.products(a, b, self._shift, self._scale, Om, Psi)
         Y = Y if Yp is None else Yp
         W = W if Wp is None else Wp
         if self.center:
-            self._center_products(a, b, Om, Psi, Yp, Wp)
-        for R in (Y, W):
-            if R is not None:
-                check_finite_kernel(R, self.kernel, self.degree)
+            # an operand too large for G overflows here: the protocol front names it
+            with np.errstate(over="ignore", invalid="ignore"):
+                self._center_products(a, b, Om, Psi, Yp, Wp)
         return Y, W
 
     def _center_products(self, a, b, Om, Psi, Y, W):
         """Apply ``H G H`` to uncentred products in place: ``G V - (r - g)(1^T V) - 1 (c^T V)``."""
         r = self._rmean[a:b] - self._gmean
         if Y is not None:
-            Y -= np.outer(r, F.ordered_dot(np.ones(Om.shape[0]), Om))
-            Y -= F.ordered_dot(self._cmean, Om)[None, :]
+            Y -= np.outer(r, ordered_dot(np.ones(Om.shape[0]), Om))
+            Y -= ordered_dot(self._cmean, Om)[None, :]
         if W is not None:
-            W -= F.ordered_dot(r, Psi)[None, :]
-            W -= np.outer(self._cmean, F.ordered_dot(np.ones(Psi.shape[0]), Psi))
+            W -= ordered_dot(r, Psi)[None, :]
+            W -= np.outer(self._cmean, ordered_dot(np.ones(Psi.shape[0]), Psi))
 
     def _block_rows(self, a, b, cidx):
         """``G[a:b][:, cidx]`` (a scale-out hook for ``cols``)."""
@@ -609,7 +650,15 @@ class KernelSource:
         return self._eval(r, c)
 
     def _check_operand(self, V, n, name):
+        if isinstance(V, np.ma.MaskedArray) and np.ma.getmaskarray(V).any():
+            raise TypeError(f"{name} is a masked array with masked entries: their hidden "
+                            f"values would be used; fill them ({name}.filled(value)) first")
         V = np.asarray(V)
+        if np.iscomplexobj(V):
+            raise TypeError(f"{name} is complex (dtype {V.dtype}); G is real: multiply the real "
+                            f"and imaginary parts separately")
+        if V.dtype == object or not (np.issubdtype(V.dtype, np.number) or V.dtype == np.bool_):
+            raise TypeError(f"{name} must hold real numbers, got dtype {V.dtype}")
         vec = V.ndim == 1
         V2 = V[:, None] if vec else V
         if V2.ndim != 2 or V2.shape[0] != n:
@@ -618,8 +667,19 @@ class KernelSource:
             raise ValueError(f"{name} contains NaN or Inf")
         return V2, vec
 
-    def _result(self, R, V, vec):
+    def _result(self, R, V, vec, name, transpose=False):
+        """``R`` (a product with the operand ``V`` called ``name``) in the result dtype.
+
+        Kernel values are bounded (construction refuses kernels whose :meth:`norm_bound`
+        overflows), so a non-finite product comes from a finite operand too large for it.
+        """
         R = R.astype(np.result_type(self.dtype, V), copy=False)
+        if R.size and count_nonfinite(R):
+            product = f"G{'.T' if transpose else ''} @ {name}"
+            amax = float(np.max(np.abs(V))) if V.size else 0.0
+            raise ValueError(f"{product} overflows the {R.dtype} range: {name} has entries up "
+                             f"to {amax:.3g} and ||G||_2 <= {self.norm_bound():.3g}; "
+                             f"rescale {name}")
         return R[:, 0] if vec else R
 
     def matmat(self, X):
@@ -628,7 +688,7 @@ class KernelSource:
         Y, _ = self._pass_rows(0, self.shape[0], V, None)
         self.n_matmat += 1
         self.n_passes += 1
-        return self._result(Y, V, vec)
+        return self._result(Y, V, vec, "X")
 
     def rmatmat(self, Y):
         """``G.T @ Y`` for a dense ``(N, k)`` array (or a vector): one fused pass."""
@@ -636,7 +696,7 @@ class KernelSource:
         _, W = self._pass_rows(0, self.shape[0], None, U)
         self.n_matmat += 1
         self.n_passes += 1
-        return self._result(W, U, vec)
+        return self._result(W, U, vec, "Y", transpose=True)
 
     def sketch(self, Omega, Psi):
         """``(G @ Omega, G.T @ Psi)`` from ONE fused pass over G.
@@ -656,7 +716,8 @@ class KernelSource:
         Y, W = self._pass_rows(0, self.shape[0], Om, Ps)
         self.n_matmat += 2
         self.n_passes += 1
-        return self._result(Y, Om, vo), self._result(W, Ps, vp)
+        return (self._result(Y, Om, vo, "Omega"),
+                self._result(W, Ps, vp, "Psi", transpose=True))
 
     def dense(self):
         """All of G as a dense array (O(N M) memory; one pass)."""
@@ -676,11 +737,11 @@ class KernelSource:
         self._check_ready()
         n, m = self.shape
         pad = 1e-5 if self.dtype == np.float32 else 1e-10
-        if self._sumsq is None:
+        if self._sumsq is None or not np.isfinite(self._sumsq):  # inf: entries near overflow
             bound = self._analytic_bound()
         elif self.center:
-            fro2 = (self._sumsq - m * F.ordered_sum_squares(self._rmean)
-                    - n * F.ordered_sum_squares(self._cmean) + n * m * self._gmean ** 2)
+            fro2 = (self._sumsq - m * ordered_sum_squares(self._rmean)
+                    - n * ordered_sum_squares(self._cmean) + n * m * self._gmean ** 2)
             # the four terms are each at most sum G^2: cancellation error is below this slack
             slack = 8 * (n + m) * np.finfo(np.float64).eps * self._sumsq
             bound = min(np.sqrt(max(fro2, 0.0) + slack), np.sqrt(self._sumsq))
@@ -688,18 +749,42 @@ class KernelSource:
             bound = np.sqrt(self._sumsq)
         return float(bound * (1 + pad))
 
+    # --- frobenius_norm (added by helper "estimates", issue 15 §2) ---
+    def frobenius_norm(self):
+        """``||G||_F`` of the (normalised, centred) G, exact to rounding, or None.
+
+        From the sum of squares the set-up pass measured (SNE, t, or any centred kernel),
+        with the centring formula of :meth:`norm_bound` (without its padding). None where
+        no pass measured it (uncentred rbf, linear, poly: :meth:`norm_bound` is only an
+        analytic bound there), before the set-up pass, or where the sum overflowed.
+        ``rsvd`` and ``block_krylov`` use it for their Frobenius-gap error estimate.
+        """
+        if not self._ready or self._sumsq is None or not np.isfinite(self._sumsq):
+            return None
+        fro2 = self._sumsq
+        if self.center:
+            n, m = self.shape
+            fro2 = (self._sumsq - m * ordered_sum_squares(self._rmean)
+                    - n * ordered_sum_squares(self._cmean) + n * m * self._gmean ** 2)
+        return float(np.sqrt(max(fro2, 0.0)))
+    # --- end frobenius_norm ---
+
     def _analytic_bound(self):
         n, m = self.shape
-        xx = self._xx.astype(np.float64)
-        zz = self._zz.astype(np.float64)
-        if self.kernel == "linear":
-            return float(np.sqrt(xx.sum()) * np.sqrt(zz.sum()))
-        if self.kernel == "poly":
-            c = abs(self.coef0)
-            with np.errstate(over="ignore"):
-                return float(np.sqrt(np.sum((xx + c) ** self.degree))
-                             * np.sqrt(np.sum((zz + c) ** self.degree)))
+        if self.kernel in ("linear", "poly"):
+            return float(np.exp(self._log_bound))  # finite: checked at construction
         return float(np.sqrt(n) * np.sqrt(m))  # rbf: entries in [0, 1]
+
+    # --- joint PSD kernel (added by helper "samplers", issue 15; owner: kernels/joint.py) ---
+    def joint_psd(self):
+        """The PSD kernel on ``X ∪ Z`` whose block G is (``sampling="rpcholesky"``).
+
+        See :class:`~ksvd_bench.kernels.joint.JointKernel`; needs no set-up pass.
+        """
+        from .joint import joint_kernel_of
+
+        return joint_kernel_of(self)
+    # --- end joint PSD kernel ---
 
     def __repr__(self):
         return (f"KernelSource(shape={self.shape}, kernel={self.kernel!r}, gamma={self.gamma}, "
@@ -708,7 +793,7 @@ class KernelSource:
 
 def _on_cluster(A, kernel, *, structured, client, **params):
     """``KernelSource(A, ..., client=client)``: passes on the cluster, structured in process."""
-    from .distributed import DistributedKernelSource, check_client
+    from .backends.dask import DistributedKernelSource, check_client
 
     check_client(client)
     obj = KernelSource.__new__(KernelSource, A, kernel, structured=structured, **params)
@@ -716,13 +801,3 @@ def _on_cluster(A, kernel, *, structured, client, **params):
         return obj  # the structured source (see the class docstring)
     obj.__init__(A, kernel, structured=structured, client=client, **params)
     return DistributedKernelSource(obj, client)
-
-
-_EMPTY_IDX = np.empty(0, dtype=np.int64)
-_CODE = {"rbf": F.RBF, "sne": F.SNE, "t": F.T, "linear": F.LINEAR, "poly": F.POLY}
-
-
-def _csr_arrays(V, dtype):
-    """``(indptr, indices, data)`` of a CSR matrix as int64, int64 and ``dtype`` arrays."""
-    return (V.indptr.astype(np.int64, copy=False), V.indices.astype(np.int64, copy=False),
-            V.data.astype(dtype, copy=False))

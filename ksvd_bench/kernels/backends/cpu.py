@@ -1,4 +1,5 @@
-"""Fused tile passes over a kernel matrix ``G_ij = k(x_i, z_j)`` that is never stored.
+"""The CPU backend: fused Numba tile passes over a kernel matrix ``G_ij = k(x_i, z_j)``
+that is never stored.
 
 ``G`` is cut into tiles of ``tr`` rows by ``tc`` columns. A pass computes one tile's cross
 products ``X[rows] @ Z[cols].T`` (BLAS), turns them into kernel values in a float64 buffer
@@ -36,11 +37,15 @@ import collections
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 from numba import prange
 
-from ._numba import exp_nonpos
+from .._numba import exp_nonpos
+from .._ordered import EXACT_FASTMATH, one_blas_thread
+from .base import LINEAR, POLY, RBF, SNE, Backend, Params, T
 
-RBF, SNE, T, LINEAR, POLY = 0, 1, 2, 3, 4
+__all__ = ["CpuBackend", "RBF", "SNE", "T", "LINEAR", "POLY", "Params", "tile_shape"]
+
 DENSE, X_SPARSE, Z_SPARSE, BOTH_SPARSE = 0, 1, 2, 3
 #: largest finite float64, the start of a running minimum (fastmath assumes no inf)
 BIG = 1.7976931348623157e308
@@ -49,16 +54,7 @@ BIG = 1.7976931348623157e308
 Points = collections.namedtuple(
     "Points", ["mode", "n_features", "xd", "xp", "xi", "xv", "zd", "zp", "zi", "zv", "xx", "zz"]
 )
-#: kernel code and parameters: inv_g2 = 1 / gamma^2 on the stored (scaled) points
-Params = collections.namedtuple("Params", ["kind", "inv_g2", "coef0", "degree"])
 
-#: fastmath flags that never change a finite result. "reassoc", "contract", "arcp" and
-#: "afn" let LLVM reorder sums, fuse a multiply into a later add or use reciprocals where
-#: it sees fit, and it sees differently in each copy of a function: a callee is compiled
-#: once on its own and once more inside each caller's module (inlined, other alias facts),
-#: and which copy runs depends on what the process compiled or loaded from the cache. So
-#: with them, a cold-cache run and a warm-cache run rounded some row sums differently.
-EXACT_FASTMATH = {"nnan", "ninf", "nsz"}
 _njit = numba.njit(fastmath=EXACT_FASTMATH, cache=True)
 _pjit = numba.njit(parallel=True, fastmath=EXACT_FASTMATH, cache=True)
 
@@ -360,52 +356,6 @@ def sum_parts(parts, n, out):
             out[i, c] = s
 
 
-@_pjit
-def dense_cross(X, Zt, chunk, out):
-    """``out = X @ Zt`` by BLAS on fixed chunks of ``chunk`` rows, parallel over chunks.
-
-    Multithreaded BLAS rounds ``X @ Z.T`` differently with each thread count; here every
-    chunk is one single-threaded GEMM (the caller limits BLAS) whose size comes from the
-    shape, so the result is the same for any number of BLAS or Numba threads.
-    """
-    n = X.shape[0]
-    n_chunks = (n + chunk - 1) // chunk
-    for c in prange(n_chunks):
-        a = c * chunk
-        b = min(a + chunk, n)
-        np.dot(X[a:b], Zt, out[a:b])
-
-
-@_njit
-def ordered_sum_squares(v):
-    """``v @ v`` summed serially in order (BLAS ddot splits long vectors over its threads)."""
-    s = 0.0
-    for i in range(v.shape[0]):
-        s += v[i] * v[i]
-    return s
-
-
-@_njit
-def ordered_dot(v, A):
-    """``v @ A`` summed serially in row order (a fixed order, unlike BLAS gemv)."""
-    out = np.zeros(A.shape[1])
-    for i in range(A.shape[0]):
-        for c in range(A.shape[1]):
-            out[c] += v[i] * A[i, c]
-    return out
-
-
-@numba.njit(parallel=True, cache=True)  # no fastmath: it would fold isfinite to True
-def count_nonfinite(A):
-    """Number of non-finite entries of the 2-d array ``A`` (no temporary array)."""
-    n = A.shape[0]
-    bad = 0
-    for i in prange(n):
-        for v in A[i]:
-            if not np.isfinite(v):
-                bad += 1
-    return bad
-
 
 @_pjit
 def row_stats(P, prm, a, b, tr, tc, shift, rsum, rsq):
@@ -487,20 +437,6 @@ COL_TILES = 16
 MIN_TILE_COLS = 64
 _E2 = np.empty((0, 0))
 _E3 = np.empty((0, 0, 0))
-_BLAS = None
-
-
-def one_blas_thread():
-    """Context limiting BLAS to one thread (the Numba threads do the parallel work)."""
-    global _BLAS
-    if _BLAS is None:
-        # Numba's np.dot calls SciPy's BLAS, which numpy alone does not load: import it
-        # before threadpoolctl takes its inventory of BLAS libraries
-        import scipy.linalg.cython_blas  # noqa: F401
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
 
 
 def tile_shape(m, chunk_bytes):
@@ -570,7 +506,7 @@ def _center_sums(P, prm, tiles, a, b, shift, scale, budget):
 
 
 def setup_rows(P, prm, tiles, a, b, normalised, center, budget=32 << 20):
-    """Set-up statistics of rows ``[a, b)`` (see ``KernelSource._setup_rows``).
+    """Set-up statistics of rows ``[a, b)`` (the ``setup_rows`` hook of :mod:`.base`).
 
     ``normalised`` (SNE, t): one pass for each row's shift, normaliser and sum of squares.
     ``center``: one more pass (after the first, which it needs) for the row sums, column
@@ -601,3 +537,72 @@ def fill_block(P, prm, tiles, shift, scale, rmean, cmean, gmean, center, dtype):
     with one_blas_thread():
         fill(P, prm, tiles[0], tiles[1], shift, scale, rmean, cmean, gmean, center, out)
     return out
+
+
+# ----------------------------------------------------------------------- the backend
+_EMPTY_IDX = np.empty(0, dtype=np.int64)
+
+
+def _csr_arrays(V, dtype):
+    """``(indptr, indices, data)`` of a CSR matrix as int64, int64 and ``dtype`` arrays."""
+    return (V.indptr.astype(np.int64, copy=False), V.indices.astype(np.int64, copy=False),
+            V.data.astype(dtype, copy=False))
+
+
+class CpuBackend(Backend):
+    """Fused Numba tile passes in this process (the reference backend).
+
+    Stores the points in the layout of :data:`Points`: a dense side is kept transposed
+    when the other side is sparse (axpy-friendly). See :mod:`..base` for the hooks.
+    """
+
+    name = "cpu"
+
+    def __init__(self, X, Z, xx, zz, params, chunk_bytes):
+        super().__init__(X, Z, xx, zz, params, chunk_bytes)
+        xsp, zsp = sp.issparse(X), sp.issparse(Z)
+        self.mode = (BOTH_SPARSE if xsp and zsp else X_SPARSE if xsp
+                     else Z_SPARSE if zsp else DENSE)
+        self._X = np.ascontiguousarray(X.T) if self.mode == Z_SPARSE else X
+        self._Z = np.ascontiguousarray(Z.T) if self.mode == X_SPARSE else Z
+        self.tiles = tile_shape(self.shape[1], chunk_bytes)
+
+    def _take_x(self, rows):
+        """Stored row points ``X[rows]`` (an index array or a slice)."""
+        if self.mode == Z_SPARSE:
+            return np.ascontiguousarray(self._X[:, rows])
+        return self._X[rows]
+
+    def _take_z(self, cols):
+        if self.mode == X_SPARSE:
+            return np.ascontiguousarray(self._Z[:, cols])
+        return self._Z[cols]
+
+    def points(self, X=None, Z=None, xx=None, zz=None):
+        """The Numba view (:data:`Points`) of all points, or of the given subsets."""
+        X = self._X if X is None else X
+        Z = self._Z if Z is None else Z
+        xx = self.xx if xx is None else xx
+        zz = self.zz if zz is None else zz
+        empty2 = np.empty((0, 0), dtype=self.dtype)
+        empty = (_EMPTY_IDX, _EMPTY_IDX, np.empty(0, self.dtype))
+        x = _csr_arrays(X, self.dtype) if sp.issparse(X) else empty
+        z = _csr_arrays(Z, self.dtype) if sp.issparse(Z) else empty
+        xd = empty2 if sp.issparse(X) else X
+        zd = empty2 if sp.issparse(Z) else Z
+        return Points(self.mode, self.n_features, xd, *x, zd, *z, xx, zz)
+
+    def setup_rows(self, a, b, normalised, center):
+        return setup_rows(self.points(), self.params, self.tiles, a, b, normalised, center,
+                          self.chunk_bytes)
+
+    def products(self, a, b, shift, scale, Omega, Psi):
+        return products(self.points(), self.params, self.tiles, a, b, shift, scale, Omega,
+                        Psi, self.chunk_bytes)
+
+    def block(self, ridx, cidx, shift, scale, rmean, cmean, gmean, center):
+        rows = slice(None) if ridx is None else ridx
+        cols = slice(None) if cidx is None else cidx
+        P = self.points(self._take_x(rows), self._take_z(cols), self.xx[rows], self.zz[cols])
+        return fill_block(P, self.params, self.tiles, shift[rows], scale[rows], rmean[rows],
+                          cmean[cols], gmean, center, self.dtype)
