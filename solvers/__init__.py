@@ -14,6 +14,11 @@ Nyström methods read rows/columns, which a LinearOperator answers with products
 vectors) or any matrix source (see :mod:`solvers._source`). ``G`` must be real: complex
 input raises ``ValueError`` (see :func:`svd`).
 
+Error estimates without a reference (:func:`frobenius_gap`, :func:`leave_one_out_error`,
+:func:`krylov_leave_one_out_error`, :func:`probe_error`, :func:`truncation_error`) are
+public too; ``rsvd`` and ``block_krylov`` put their own, made from their sketch, in
+``info["error_estimate"]``.
+
 Every answer reports its cost in ``info["n_passes"]``, whole passes over ``G``: a product
 with ``G`` or ``G.T`` (any width) or a two-sided ``sketch`` counts 1, and entries read by
 the Nyström methods count ``entries / (N * M)``.
@@ -21,16 +26,29 @@ the Nyström methods count ``entries / (N * M)``.
 
 from __future__ import annotations
 
-from ._result import SVDResult
+from ._estimate import (
+    GAP_RTOL,
+    N_PROBES,
+    PROBE_SAFETY,
+    frobenius_gap,
+    krylov_leave_one_out_error,
+    leave_one_out_error,
+    probe_error,
+    probe_failure_probability,
+    sketch_error_estimate,
+    truncation_error,
+)
+from ._result import SVDResult, fix_signs
 from ._source import (
     DenseSource,
     MatrixSource,
     OperatorSource,
     SparseSource,
     as_source,
+    check_index,
     source_to_dense,
 )
-from ._validation import METHODS, OPTIONS, check_method_options
+from ._validation import METHODS, OPTIONS, check_method_options, check_random_state
 from .generalized_nystrom import generalized_nystrom
 from .krylov import block_krylov
 from .nystrom import asym_nystrom, sym_nystrom
@@ -55,6 +73,20 @@ __all__ = [
     "DenseSource",
     "SparseSource",
     "OperatorSource",
+    "check_random_state",
+    "fix_signs",
+    "check_index",
+    # error estimates without a reference (issue 15 §2)
+    "GAP_RTOL",
+    "N_PROBES",
+    "PROBE_SAFETY",
+    "frobenius_gap",
+    "leave_one_out_error",
+    "krylov_leave_one_out_error",
+    "probe_error",
+    "probe_failure_probability",
+    "sketch_error_estimate",
+    "truncation_error",
 ]
 
 _FUNCTIONS = {
@@ -92,16 +124,21 @@ def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
         rsvd: ``n_oversamples``, ``n_iter``, ``power_iteration_normalizer``;
         block_krylov: ``n_oversamples``, ``n_iter``;
         generalized_nystrom: ``n_oversamples``, ``left_factor``, ``rcond``;
-        sym_nystrom: ``n_samples`` (required), ``sampling``, ``orthogonalize``, ``core``;
+        sym_nystrom: ``n_samples`` (required), ``sampling`` ("uniform", "norm"),
+        ``orthogonalize``, ``core`` ("rank", "full");
         asym_nystrom: ``n_samples`` (required unless ``col_indices``), ``n_rows``,
-        ``sampling``, ``row_indices``, ``col_indices``, ``orthogonalize``, ``core``.
+        ``sampling`` ("uniform", "norm", "arp", "rpcholesky", "aca"), ``row_indices``,
+        ``col_indices``, ``orthogonalize``, ``core`` ("stable", "paper"), ``check_passes``.
 
     Returns
     -------
     SVDResult
         ``U`` (N x rank), ``s`` (rank,) descending, ``V`` (M x rank) and ``info``
         (``method``, ``effort``, ``n_matvec``, ``n_block_entries``, ``n_products``,
-        ``n_passes``, ``seconds`` and method-specific keys; see :class:`SVDResult`).
+        ``n_passes``, ``seconds``, ``reliable`` and method-specific keys, ``entries_read``
+        for the Nyström methods; see :class:`SVDResult`). ``info["reliable"]`` is False
+        only when the method's own checks flag the answer, always with a
+        ``RuntimeWarning``.
 
     Raises
     ------
@@ -121,14 +158,20 @@ def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
     ===================  =====================================================
     tsvd                 one per ARPACK/PROPACK/LOBPCG product (often hundreds)
     rsvd                 ``2 n_iter + 2``
-    block_krylov         ``2 n_iter + 1``
+    block_krylov         ``2 n_iter + 2`` (the same as rsvd at equal ``n_iter``)
     generalized_nystrom  1 through ``sketch`` (the adapters' sketch makes two products,
                          counted as one pass: a lazy source's reads G once), else 2
-    sym_nystrom          ``3 + (n M + N n) / (N M)``: 3 products, n rows and n columns
-    asym_nystrom         ``(n M + N m) / (N M)``: a fraction of one pass
+    sym_nystrom          ``2 + n M / (N M)``: 2 products and n rows
+    asym_nystrom         ``(n M + N m) / (N M)``, a fraction of one pass, plus
+                         ``check_passes`` (default 1) for the a-posteriori check unless
+                         a free bound certifies the values; ``sampling="arp"`` adds its
+                         sketch pass, ``"rpcholesky"`` reads ``(m + 1)(N + M)`` entries
+                         of its joint kernel instead of rows and columns
     ===================  =====================================================
 
-    Norm sampling adds a pass where the source cannot report its row/column norms.
+    Norm sampling adds one pass (the squared norms are a function of every entry, whether
+    the source computes them or streams its rows). ``info["entries_read"]`` of the Nyström
+    methods is ``n_passes * N * M``.
     """
     check_method_options(method, options)
     return _FUNCTIONS[method](G, rank, random_state=random_state, **options)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SVDResult"]
+__all__ = ["SVDResult", "fix_signs"]
 
 
 @dataclass
@@ -29,7 +29,13 @@ class SVDResult:
         ``"n_products"`` (int, calls of ``matmat``/``rmatmat``/``sketch``: each reads all of
         ``G`` once, whatever its width), ``"n_passes"`` (float, ``n_products +
         n_block_entries / (N * M)``: the cost in whole passes over ``G``, comparable across
-        methods), ``"seconds"`` (float, wall time of the call) and method-specific keys.
+        methods), ``"seconds"`` (float, wall time of the call), ``"reliable"`` (bool: False
+        only when the solver's own checks say the answer cannot be trusted, always together
+        with a ``RuntimeWarning``) and method-specific keys; ``rsvd`` and ``block_krylov``
+        add ``"error_estimate"`` (float, their own estimate of ``||G - U S V^T||_F`` from
+        their sketch, absolute), ``"error_estimate_kind"`` (``"exact"``, ``"gap"`` or
+        ``"loo"``) where they could make one, and ``"fro2"`` (``||G||_F^2``) where the
+        source knows it.
 
     Notes
     -----
@@ -66,7 +72,18 @@ class SVDResult:
 
 
 def fix_signs(U, V):
-    """Flip column pairs in place so the largest-magnitude entry of each ``U[:, i]`` is > 0."""
+    """Flip column pairs in place so the largest-magnitude entry of each ``U[:, i]`` is > 0.
+
+    Parameters
+    ----------
+    U, V : ndarray of shape (N, k) and (M, k)
+        Left and right singular vectors; both are modified in place.
+
+    Returns
+    -------
+    U, V : ndarray
+        The same arrays, for chaining. ``U[:, i] * V[:, i].T`` is unchanged.
+    """
     if U.shape[1] == 0:
         return U, V
     top = np.argmax(np.abs(U), axis=0)
@@ -77,12 +94,13 @@ def fix_signs(U, V):
     return U, V
 
 
-def finish(U, s, V, *, method, effort, tracker, t0, dtype, **extra):
+def finish(U, s, V, *, method, effort, tracker, t0, dtype, reliable=True, **extra):
     """Order triplets by decreasing ``s``, apply the sign convention, cast, and build info.
 
     ``tracker`` is the counting wrapper the method used (see ``_validation.Tracked``): every
     method's counters, ``n_passes`` included, come from it, so they are computed one way.
-    ``t0`` is the ``time.perf_counter()`` value taken when the call started.
+    ``t0`` is the ``time.perf_counter()`` value taken when the call started. ``reliable``
+    is False only where the method's own checks flagged the answer (and warned).
     """
     order = np.argsort(-np.asarray(s), kind="stable")
     U = np.array(U[:, order], dtype=dtype)
@@ -97,6 +115,7 @@ def finish(U, s, V, *, method, effort, tracker, t0, dtype, **extra):
         "n_products": int(tracker.n_products),
         "n_passes": float(tracker.n_passes),
         "seconds": time.perf_counter() - t0,
+        "reliable": bool(reliable),
     }
     info.update(extra)
     return SVDResult(U=U, s=s, V=V, info=info)

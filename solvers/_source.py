@@ -23,6 +23,10 @@ Optional members, used when present:
                           ``G`` once); the adapters here compute two products
 ``norm_bound()``          a cheap upper bound on the spectral norm ``||G||_2`` (e.g. the
                           Frobenius norm); solvers use it to reject impossible estimates
+``frobenius_norm()``      ``||G||_F`` exact to rounding, or None where the source cannot
+                          tell without a pass; ``rsvd``/``block_krylov`` use it for the
+                          Frobenius-gap error estimate (never an upper bound: the gap
+                          would be off by the difference)
 ``dense()``               the whole matrix as a dense array
 ``row_norms_sq()``        squared row norms, shape ``(N,)`` (norm sampling in the
 ``col_norms_sq()``        Nyström solvers); squared column norms, shape ``(M,)``
@@ -31,8 +35,9 @@ Optional members, used when present:
                           (``StructuredKernelSource`` solves on an exact compression of G)
 ========================  =====================================================
 
-The dense and sparse adapters provide all of them (``norm_bound`` is the Frobenius norm,
-computed once); the LinearOperator adapter provides ``sketch`` and ``dense`` only.
+The dense and sparse adapters provide all of them (``norm_bound`` and ``frobenius_norm`` are
+the Frobenius norm, computed once); the LinearOperator adapter provides ``sketch`` and
+``dense`` only.
 
 ``G`` must be real: complex input is rejected with a ``ValueError`` (the solvers work in
 real arithmetic and would otherwise drop the imaginary part), and arrays whose dtype is not
@@ -182,6 +187,10 @@ class DenseSource:
                                                        dtype=np.float64)))
         return self._norm_bound
 
+    def frobenius_norm(self):
+        """``||G||_F``, exact to rounding (computed once, with :meth:`norm_bound`)."""
+        return self.norm_bound()
+
     def dense(self):
         return self.G
 
@@ -232,6 +241,10 @@ class SparseSource:
         if self._norm_bound is None:
             self._norm_bound = float(np.linalg.norm(self.csr.data.astype(np.float64)))
         return self._norm_bound
+
+    def frobenius_norm(self):
+        """``||G||_F``, exact to rounding (computed once, with :meth:`norm_bound`)."""
+        return self.norm_bound()
 
     def dense(self):
         return self.csr.toarray()

@@ -1,8 +1,10 @@
-"""Argument checking shared by every solver (one function, in the spirit of scipy's ``svds._iv``).
+"""Argument checking shared by every solver (in the spirit of scipy's ``svds._iv``).
 
-Every public solver calls :func:`check_args` first; it validates and normalises all arguments
-up front, so the numerical code after it can assume sane input. Error messages name the
-offending parameter and the allowed values.
+Every public solver calls :func:`check_args` first with its own validator (a ``_validate``
+function beside the solver); together they validate and normalise all arguments up front, so
+the numerical code after it can assume sane input. Error messages name the offending
+parameter and the allowed values. The small checkers here (:func:`check_int`, ...) are what
+the validators are made of.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ import numpy as np
 
 from ._source import DenseSource, SparseSource, as_source, check_real_dtype
 
-__all__ = ["METHODS", "OPTIONS", "check_args", "check_method_options", "Tracked"]
+__all__ = [
+    "METHODS",
+    "OPTIONS",
+    "check_args",
+    "check_method_options",
+    "check_random_state",
+    "Tracked",
+]
 
 METHODS = (
     "tsvd",
@@ -40,13 +49,17 @@ OPTIONS = {
         "col_indices",
         "orthogonalize",
         "core",
+        "check_passes",
     ),
 }
 
 BACKENDS = ("arpack", "propack", "lobpcg")
 SAMPLINGS = ("uniform", "norm")
+ASYM_SAMPLINGS = ("uniform", "norm", "arp", "rpcholesky", "aca")
 CORES = ("rank", "full")
+ASYM_CORES = ("stable", "paper")
 NORMALIZERS = ("auto", "QR", "LU", "none")
+_NORM_CHUNK_ENTRIES = 1 << 22  # entries per streamed block when norms must be computed
 _OPTIONAL_MEMBERS = ("sketch", "dense", "norm_bound", "row_norms_sq", "col_norms_sq")
 
 
@@ -60,7 +73,8 @@ class Tracked:
     * ``n_products``: calls of ``matmat``, ``rmatmat`` and ``sketch``; each is one pass over
       ``G``, whatever its width (a one-vector product too: it reads all of ``G``);
     * ``n_block_entries``: entries of ``G`` returned by ``rows``, ``cols``, ``block`` and
-      ``dense``;
+      ``dense``, plus ``N * M`` for a norm pass (``row_norms_sq``/``col_norms_sq``, see
+      :meth:`norms_sq`);
     * ``n_passes`` (property): ``n_products + n_block_entries / (N * M)``, the cost in whole
       passes over ``G``, the one currency in which every method's reads compare.
 
@@ -83,9 +97,14 @@ class Tracked:
         self.n_matvec = 0
         self.n_products = 0
         self.n_block_entries = 0
+        self._norm_pass_counted = False
         for name in _OPTIONAL_MEMBERS:
             if hasattr(source, name):
                 setattr(self, name, getattr(self, "_" + name))
+        if hasattr(source, "joint_psd"):
+            # Entries of the joint kernel are not entries of G: the sampler that uses it
+            # reports what it read (``Selection.entries_read``), so it passes through uncounted.
+            self.joint_psd = source.joint_psd
 
     @property
     def n_passes(self):
@@ -154,10 +173,40 @@ class Tracked:
         return bound
 
     def _row_norms_sq(self):
+        # The norms are a function of every entry: asking for them costs a pass (N * M
+        # entries), whether the source computes them now or computed them earlier.
+        self.n_block_entries += self.shape[0] * self.shape[1]
         return self._checked(self.source.row_norms_sq(), "row_norms_sq()", self.shape[:1])
 
     def _col_norms_sq(self):
+        # Counted with row_norms_sq when both are asked for (one pass reads both).
+        if not self._norm_pass_counted:
+            self.n_block_entries += self.shape[0] * self.shape[1]
         return self._checked(self.source.col_norms_sq(), "col_norms_sq()", self.shape[1:])
+
+    def norms_sq(self):
+        """Squared row and column norms ``(N,), (M,)``, counted as ONE pass (N * M entries).
+
+        From the source's ``row_norms_sq()``/``col_norms_sq()`` when it has both, else by
+        streaming every row through ``rows`` in chunks (which the row counter records).
+        """
+        if hasattr(self, "row_norms_sq") and hasattr(self, "col_norms_sq"):
+            row = np.asarray(self.row_norms_sq(), np.float64)
+            self._norm_pass_counted = True
+            try:
+                col = np.asarray(self.col_norms_sq(), np.float64)
+            finally:
+                self._norm_pass_counted = False
+            return row, col
+        N, M = self.shape
+        row, col = np.zeros(N), np.zeros(M)
+        step = max(1, _NORM_CHUNK_ENTRIES // M)
+        for start in range(0, N, step):
+            idx = np.arange(start, min(N, start + step))
+            sq = np.square(self.rows(idx), dtype=np.float64)
+            row[idx] = sq.sum(axis=1)
+            col += sq.sum(axis=0)
+        return row, col
 
 
 @dataclass
@@ -175,7 +224,8 @@ def _is_int(x):
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
-def _check_int(name, value, low, high=None, *, high_text=None):
+def check_int(name, value, low, high=None, *, high_text=None):
+    """An integer ``low <= value (<= high)`` as an int; errors name ``name``."""
     if not _is_int(value):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     value = int(value)
@@ -188,7 +238,7 @@ def _check_int(name, value, low, high=None, *, high_text=None):
     return value
 
 
-def _check_real(name, value, low, high=None, *, high_open=False):
+def check_real(name, value, low, high=None, *, high_open=False):
     """A finite real ``low <= value`` (``< high`` or ``<= high``) as a float."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
@@ -200,7 +250,8 @@ def _check_real(name, value, low, high=None, *, high_open=False):
     return value
 
 
-def _check_choice(name, value, choices, *, casefold=True):
+def check_choice(name, value, choices, *, casefold=True):
+    """The member of ``choices`` that ``value`` names (case-insensitive by default)."""
     if isinstance(value, str):
         for c in choices:
             if value == c or (casefold and value.lower() == c.lower()):
@@ -208,7 +259,8 @@ def _check_choice(name, value, choices, *, casefold=True):
     raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
 
 
-def _check_bool(name, value):
+def check_bool(name, value):
+    """``value`` as a bool; anything but True/False (1, "yes", ...) is a TypeError."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
@@ -228,7 +280,7 @@ def check_random_state(random_state):
     )
 
 
-def _check_indices(name, idx, n, axis_name):
+def check_indices(name, idx, n, axis_name):
     idx = np.asarray(idx)
     if idx.ndim != 1 or idx.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-d array of indices, got shape {idx.shape}")
@@ -273,8 +325,12 @@ def _check_finite_input(source):
     return False
 
 
-def check_args(method, G, rank, random_state, **options):
+def check_args(method, G, rank, random_state, validate, **options):
     """Validate and normalise the arguments of one solver call.
+
+    The checks every method shares happen here (the method and its option names, ``G``,
+    ``rank``, ``random_state``); the method's own options are checked by ``validate``, the
+    validator that lives beside each solver.
 
     Parameters
     ----------
@@ -283,6 +339,9 @@ def check_args(method, G, rank, random_state, **options):
     G : array_like, sparse matrix, LinearOperator or matrix source
     rank : int
     random_state : None, int or numpy.random.Generator
+    validate : callable
+        ``validate(options, rank, shape) -> options``: checks and normalises the method's
+        options (a dict it may change in place), raising errors that name the option.
     **options
         The method's options with their values (defaults already filled in by the caller).
 
@@ -298,101 +357,23 @@ def check_args(method, G, rank, random_state, **options):
     shape = tuple(source.shape)
     if len(shape) != 2 or min(shape) < 1:
         raise ValueError(f"G must be a non-empty 2-d matrix, got shape {shape}")
-    N, M = (int(d) for d in shape)
-    kmax = min(N, M)
-    rank = _check_int("rank", rank, 1, kmax, high_text=f"min(N, M) = {kmax}")
+    shape = tuple(int(d) for d in shape)
+    kmax = min(shape)
+    rank = check_int("rank", rank, 1, kmax, high_text=f"min(N, M) = {kmax}")
     rng = check_random_state(random_state)
     dtype = np.dtype(np.float32) if np.dtype(source.dtype) == np.float32 else np.dtype(np.float64)
-    opts = dict(options)
-
-    if method == "tsvd":
-        opts["backend"] = backend = _check_choice("backend", opts["backend"], BACKENDS)
-        opts["tol"] = _check_real("tol", opts["tol"], 0.0)
-        if opts["maxiter"] is not None:
-            opts["maxiter"] = _check_int("maxiter", opts["maxiter"], 1)
-        if backend != "propack" and rank >= kmax:
-            raise ValueError(
-                f"rank must be < min(N, M) = {kmax} for backend={backend!r} "
-                f"(got rank={rank}); use backend='propack' or a dense SVD"
-            )
-        if opts["ncv"] is not None:
-            if backend != "arpack":
-                raise ValueError(f"ncv applies only to backend='arpack', not {backend!r}")
-            opts["ncv"] = _check_int(
-                "ncv", opts["ncv"], rank + 1, kmax - 1, high_text=f"min(N, M) - 1 = {kmax - 1}"
-            )
-
-    elif method == "rsvd":
-        opts["n_oversamples"] = _check_int("n_oversamples", opts["n_oversamples"], 0)
-        n_iter = opts["n_iter"]
-        if isinstance(n_iter, str):
-            if n_iter != "auto":
-                raise ValueError(f"n_iter must be a non-negative integer or 'auto', got {n_iter!r}")
-            # scikit-learn's rule: more power iterations when the rank is a small fraction.
-            n_iter = 7 if rank < 0.1 * kmax else 4
-        opts["n_iter"] = _check_int("n_iter", n_iter, 0)
-        norm = _check_choice(
-            "power_iteration_normalizer", opts["power_iteration_normalizer"], NORMALIZERS
-        )
-        if norm == "auto":
-            norm = "none" if opts["n_iter"] <= 2 else "LU"
-        opts["power_iteration_normalizer"] = norm
-
-    elif method == "block_krylov":
-        opts["n_oversamples"] = _check_int("n_oversamples", opts["n_oversamples"], 0)
-        opts["n_iter"] = _check_int("n_iter", opts["n_iter"], 0)
-
-    elif method == "generalized_nystrom":
-        opts["n_oversamples"] = _check_int("n_oversamples", opts["n_oversamples"], 0)
-        opts["left_factor"] = _check_real("left_factor", opts["left_factor"], 1.0)
-        if opts["rcond"] is not None:
-            opts["rcond"] = _check_real("rcond", opts["rcond"], 0.0, 1.0, high_open=True)
-
-    elif method in ("sym_nystrom", "asym_nystrom"):
-        opts["sampling"] = _check_choice("sampling", opts["sampling"], SAMPLINGS)
-        opts["orthogonalize"] = _check_bool("orthogonalize", opts["orthogonalize"])
-        opts["core"] = _check_choice("core", opts["core"], CORES)
-        if opts["core"] == "full" and not opts["orthogonalize"]:
-            raise ValueError("core='full' needs orthogonalize=True (the raw extension is rank-r)")
-        if method == "sym_nystrom":
-            if opts["n_samples"] is None:
-                raise TypeError("n_samples is required for method 'sym_nystrom'")
-            # Each Gram matrix gets min(n_samples, its size) columns: max(N, M) is full effort.
-            n = _check_int(
-                "n_samples", opts["n_samples"], 1, max(N, M), high_text=f"max(N, M) = {max(N, M)}"
-            )
-            opts["n_samples"] = n
-            sizes = {"n_samples": n}
-        else:
-            ridx, cidx = opts["row_indices"], opts["col_indices"]
-            if cidx is not None:
-                cidx = _check_indices("col_indices", cidx, M, "columns")
-                if opts["n_samples"] is not None and opts["n_samples"] != cidx.size:
-                    raise ValueError(
-                        f"n_samples={opts['n_samples']} does not match len(col_indices)="
-                        f"{cidx.size}"
-                    )
-                opts["n_samples"] = int(cidx.size)
-            elif opts["n_samples"] is None:
-                raise TypeError("n_samples (or col_indices) is required for method 'asym_nystrom'")
-            m = _check_int("n_samples", opts["n_samples"], 1, M, high_text=f"M = {M}")
-            if ridx is not None:
-                ridx = _check_indices("row_indices", ridx, N, "rows")
-                if opts["n_rows"] is not None and opts["n_rows"] != ridx.size:
-                    raise ValueError(
-                        f"n_rows={opts['n_rows']} does not match len(row_indices)={ridx.size}"
-                    )
-                opts["n_rows"] = int(ridx.size)
-            elif opts["n_rows"] is None:
-                opts["n_rows"] = min(m, N)
-            n = _check_int("n_rows", opts["n_rows"], 1, N, high_text=f"N = {N}")
-            opts.update(n_samples=m, n_rows=n, row_indices=ridx, col_indices=cidx)
-            sizes = {"n_samples": m, "n_rows": n}
-        for name, size in sizes.items():
-            if rank > size:
-                raise ValueError(
-                    f"rank must be <= the sample size ({name} = {size}), got rank={rank}"
-                )
-
+    opts = validate(dict(options), rank, shape)
     check_finite = _check_finite_input(source)
     return Checked(Tracked(source, check_finite), rank, rng, opts, dtype)
+
+
+def check_sample_size(rank, sizes):
+    """Raise unless ``rank`` fits every sample size in ``sizes`` (a name -> size dict)."""
+    for name, size in sizes.items():
+        if rank > size:
+            raise ValueError(f"rank must be <= the sample size ({name} = {size}), got rank={rank}")
+
+
+# Private names kept for code written against them (ksvd_bench switches to the public ones).
+_check_int, _check_real = check_int, check_real
+_check_choice, _check_bool = check_choice, check_bool

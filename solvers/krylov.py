@@ -7,9 +7,10 @@ import time
 import numpy as np
 from scipy import linalg
 
+from ._estimate import krylov_leave_one_out_error
 from ._result import SVDResult
-from ._validation import check_args
-from .rsvd import _finish_oriented, _orient
+from ._validation import check_args, check_int
+from .rsvd import _finish_oriented, _orient, error_estimate_info
 
 __all__ = ["block_krylov"]
 
@@ -41,23 +42,25 @@ def _orthonormalize_against(Z, basis, rng):
     return Z
 
 
-def _krylov_basis(work, block_size, n_iter, rng, dtype):
+def _krylov_basis(work, block_size, n_iter, rng, dtype, record=None):
     """Orthonormal basis Q of the block Krylov space of ``work^T work`` and ``work @ Q``.
 
     The space is ``span[Omega, (A^T A) Omega, ..., (A^T A)^q Omega]`` for a Gaussian
     ``Omega`` (M x block_size), built block by block with each new block orthonormalised
     against all earlier ones. The products ``A @ Q_i`` made on the way are kept, so
     ``A @ Q`` costs only one extra product for the last block: ``2 q + 1`` passes in all.
-    The basis stops growing when it fills ``R^M`` (then the answer is exact).
+    The basis stops growing when it fills ``R^M``. ``record`` (a dict) receives what the
+    leave-one-out estimate needs: ``"C0"`` (``Q^T Omega``) and ``"H"`` (``Q^T Z_k`` for the
+    products ``Z_k = A^T A Q_k``, block after block; small dense work, no product).
     """
     N, M = work.shape
     size = min((n_iter + 1) * block_size, M)
     # Fortran order: every block is a contiguous column slice, filled in place (no hstack).
     Q = np.empty((M, size), dtype=dtype, order="F")
     AQ = np.empty((N, size), dtype=dtype, order="F")
-    Q[:, :block_size] = _orthonormalize_against(
-        rng.standard_normal((M, block_size), dtype=dtype), None, rng
-    )
+    Omega = rng.standard_normal((M, block_size), dtype=dtype)
+    Q[:, :block_size] = _orthonormalize_against(Omega, None, rng)
+    H = [] if record is not None else None
     start, stop = 0, block_size
     while True:
         AQ[:, start:stop] = work.matmat(Q[:, start:stop])
@@ -66,11 +69,21 @@ def _krylov_basis(work, block_size, n_iter, rng, dtype):
         Z = np.asarray(work.rmatmat(AQ[:, start:stop]), dtype=dtype)
         start, stop = stop, min(stop + block_size, size)
         Q[:, start:stop] = _orthonormalize_against(Z[:, : stop - start], Q[:, :start], rng)
+        if H is not None:
+            # Z lies in span(Q[:, :stop]) (the new block holds its part outside the others)
+            H.append(np.asarray(Q[:, :stop].T @ Z, dtype=np.float64))
+    if record is not None:
+        Hm = np.zeros((size, len(H) * block_size))
+        for k, Hk in enumerate(H):
+            Hm[: Hk.shape[0], k * block_size:(k + 1) * block_size] = Hk[:, :block_size]
+        C0 = np.zeros((size, block_size))
+        C0[:block_size] = Q[:, :block_size].T @ Omega
+        record.update(C0=C0, H=Hm)
     return Q, AQ
 
 
 def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
-    """Randomized block Krylov SVD (Musco & Musco 2015).
+    """Randomized block Krylov SVD (Musco & Musco 2015, Algorithm 2).
 
     Parameters
     ----------
@@ -90,30 +103,58 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
     -------
     SVDResult
         ``info["effort"]`` is ``n_iter`` (the depth: each step adds one block and two passes);
-        ``info`` also has ``n_iter``, ``n_oversamples``, ``block_size``, ``basis_size`` and
-        ``transposed``.
+        ``info`` also has ``n_iter``, ``n_oversamples``, ``block_size``, ``basis_size``,
+        ``transposed`` and, as for :func:`rsvd`, ``error_estimate`` (of
+        ``||G - U S V^T||_F``, absolute), ``error_estimate_kind`` and ``fro2``.
 
     Notes
     -----
-    With ``A = G`` (or ``G.T`` when ``N < M``, so that the basis lives in the smaller
-    dimension, as in :func:`rsvd`) and a Gaussian M x b block ``Omega``, the method builds an
-    orthonormal basis ``Q`` of the Krylov space ``[Omega, (A^T A) Omega, ..., (A^T A)^q
-    Omega]``, orthonormalising each new block against the earlier ones (block Gram-Schmidt
-    twice, then Householder QR), and returns the exact SVD of ``A Q Q^T`` (Rayleigh-Ritz):
-    ``A Q = U_B S W^T`` gives ``U = U_B``, ``V = Q W``.
+    With ``A = G`` (or ``G.T`` when ``N < M``, so that the start block lives in the smaller
+    dimension, as in :func:`rsvd`) and a Gaussian M x b block ``Omega``, this is Algorithm 2
+    of Musco & Musco: the Krylov space
 
-    Passes over G: ``2 q + 1`` (``info["n_passes"]``) of ``b`` vectors each, one fewer than
-    :func:`rsvd` with ``n_iter = q`` (``2 q + 2``), because the products ``A Q_i`` made while
-    building the space are exactly the columns of ``A Q``. Where RSVD keeps only the last
-    power iterate (a polynomial ``A (A^T A)^q`` of the start block), the Krylov space keeps
-    them all: every polynomial of degree ``<= q`` in ``A^T A``. Musco & Musco show that
-    ``q = O(log(N) / sqrt(eps))`` blocks of size ``rank`` give a ``(1 + eps)`` rank-r
-    approximation in spectral norm, against ``O(log(N) / eps)`` power iterations, and
-    per-vector guarantees on the singular values; in practice it needs fewer passes than
-    RSVD at equal accuracy on slowly decaying spectra, at the price of ``(q + 1) b``
-    stored vectors of length N and of length M instead of ``b``.
-    Dense work: ``O(M ((q + 1) b)^2)`` for the orthogonalisation and ``O(N ((q + 1) b)^2)``
-    for the final SVD. Float32 input is computed and returned in float32.
+        ``K = [A Omega, (A A^T) A Omega, ..., (A A^T)^q A Omega]``
+
+    is spanned by ``A Q`` where ``Q`` is an orthonormal basis of the right-side space
+    ``[Omega, (A^T A) Omega, ..., (A^T A)^q Omega]``, built block by block (each new block
+    orthonormalised against the earlier ones: block Gram-Schmidt twice, then Householder QR).
+    ``Z``, an orthonormal basis of ``K``, is the QR factor of ``A Q``; the answer is the
+    Rayleigh-Ritz projection ``Z Z^T A``: the SVD ``Z^T A = U_B S W^T`` gives ``U = Z U_B``,
+    ``V = W``.
+
+    Guarantees, for the same random start as :func:`rsvd`:
+
+    * ``K`` contains the space ``range(A (A^T A)^q Omega)`` that :func:`rsvd` with
+      ``n_iter = q`` projects on, at the same cost (``2 q + 2`` passes), so by the
+      interlacing of singular values under projection
+      ``sigma_i(rsvd) <= sigma_i(block_krylov) <= sigma_i(G)`` for every ``i``: the values
+      are never above the truth and never below those of RSVD at equal passes, and the
+      error ``||A - Z Z^T A||`` of the whole basis is never larger than RSVD's. At
+      ``q = 0`` the method *is* RSVD without power iterations.
+    * Musco & Musco (Theorem 1, stated for block size ``rank``; here ``b = rank +
+      n_oversamples``) show that ``q = O(log(N) / sqrt(eps))`` gives, with high
+      probability, a rank-r approximation ``Z_r Z_r^T A`` within ``(1 + eps)`` of the best in
+      spectral and Frobenius norm and per-vector estimates
+      ``|u_i^T A A^T u_i - sigma_i^2| <= eps sigma_{r+1}^2``, against ``O(log(N) / eps)``
+      for power iterations.
+
+    Passes over G: ``2 q + 2`` (``info["n_passes"]``): ``q + 1`` products with ``A`` build
+    ``A Q`` and ``q`` with ``A^T`` build ``Q`` (``b`` vectors each), one with ``A^T`` of all
+    ``(q + 1) b`` columns of ``Z`` forms ``Z^T A``: the same as :func:`rsvd` with
+    ``n_iter = q``. When ``Q`` fills ``R^M`` (``(q + 1) b >= min(N, M)``) the SVD of
+    ``A Q`` is already exact and the last pass is skipped: ``2 j + 1`` passes for the
+    ``j + 1`` blocks built. Storage: ``(q + 1) b`` vectors of length N and of length M.
+    Dense work: ``O((N + M) ((q + 1) b)^2)``. Float32 input is computed and returned in
+    float32.
+
+    *Error estimate* (no extra product), as for :func:`rsvd`: the Frobenius gap
+    ``||G||_F^2 - sum(s[:rank]^2)`` where the source knows ``||G||_F`` and the gap is
+    resolved, else the leave-one-out estimator of Epperly & Tropp (2023) for the Krylov
+    space (every column built from one start vector left out together;
+    :func:`solvers.krylov_leave_one_out_error`, computed in ``Q``'s coordinates from the
+    products already made, ``O(q n^2 b)`` per start vector for a basis of ``n``
+    columns, thinned past ``LOO_FLOPS``, none past about a thousand columns), extended to
+    the rank-``rank`` answer. A basis that fills ``R^M`` gives the exact truncation error.
 
     References
     ----------
@@ -128,18 +169,33 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
     >>> G = rng.standard_normal((80, 5)) @ rng.standard_normal((5, 60))
     >>> res = block_krylov(G, 5, n_iter=2, random_state=0)
     >>> np.allclose(res.s, np.linalg.svd(G, compute_uv=False)[:5]), res.info["n_passes"]
-    (True, 5.0)
+    (True, 6.0)
     """
     t0 = time.perf_counter()
     chk = check_args(
-        "block_krylov", G, rank, random_state, n_oversamples=n_oversamples, n_iter=n_iter
+        "block_krylov", G, rank, random_state, _validate, n_oversamples=n_oversamples,
+        n_iter=n_iter,
     )
     opts, rank, src, dtype = chk.options, chk.rank, chk.source, chk.dtype
     work, block_size, transposed = _orient(src, rank, opts["n_oversamples"])
-    Q, AQ = _krylov_basis(work, block_size, opts["n_iter"], chk.rng, dtype)
-    Ub, s, Wt = linalg.svd(AQ, full_matrices=False, check_finite=False, lapack_driver="gesdd")
-    U = Ub[:, :rank]
-    V = Q @ Wt[:rank].T
+    sketch = {}
+    Q, AQ = _krylov_basis(work, block_size, opts["n_iter"], chk.rng, dtype, record=sketch)
+    filled = Q.shape[1] == work.shape[1]
+    if filled:
+        # Q fills R^M: A Q Q^T = A, so the SVD of A Q is exact and needs no further pass.
+        U, s, Wt = linalg.svd(AQ, full_matrices=False, check_finite=False, lapack_driver="gesdd")
+        U, V = U[:, :rank], Q @ Wt[:rank].T
+        loo = None
+    else:
+        # Rayleigh-Ritz on the LEFT space K = range(A Q) (Algorithm 2), never on the right
+        # space Q itself: at q = 0 that is a random space with no product by A in it.
+        Z, R = linalg.qr(AQ, mode="economic", check_finite=False)
+        B = np.asarray(work.rmatmat(Z), dtype=dtype).T  # Z^T A, one more pass
+        Ub, s, Wt = linalg.svd(B, full_matrices=False, check_finite=False, lapack_driver="gesdd")
+        U, V = Z @ Ub[:, :rank], Wt[:rank].T
+        loo = (lambda: krylov_leave_one_out_error(R, sketch["C0"], sketch["H"])) \
+            if block_size >= 2 else None
+    estimate = error_estimate_info(src, s, rank, dtype, loo=loo, exact=filled)
     result: SVDResult = _finish_oriented(
         U,
         s[:rank],
@@ -154,5 +210,13 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
         block_size=block_size,
         basis_size=Q.shape[1],
         transposed=transposed,
+        **estimate,
     )
     return result
+
+
+def _validate(opts, rank, shape):
+    """Options of :func:`block_krylov` (called by ``check_args`` after the common checks)."""
+    opts["n_oversamples"] = check_int("n_oversamples", opts["n_oversamples"], 0)
+    opts["n_iter"] = check_int("n_iter", opts["n_iter"], 0)
+    return opts

@@ -1,85 +1,68 @@
 """Nyström methods for the top singular triplets: the classic symmetric one and the asymmetric one.
 
 ``sym_nystrom`` applies the classic Nyström eigen-approximation (Williams & Seeger 2001) to the
-two Gram matrices ``G G^T`` and ``G^T G``. ``asym_nystrom`` is the asymmetric Nyström method of
-Tao et al. (2023): it reads only a sample of rows and columns of ``G`` itself.
+Gram matrix ``G G^T`` and pairs its vectors with ``G``'s right side by a Rayleigh-Ritz step.
+``asym_nystrom`` is the asymmetric Nyström method of Tao et al. (2023): it reads only a sample
+of rows and columns of ``G`` itself, with the paper's core or an oversampled, stable one
+(Park & Nakatsukasa 2024).
 
-Both guard their answer against the failure every Nyström method shares, an inverted core that
-amplifies what the sample did not see: no singular value comes back above a bound on ``||G||``
-without a ``RuntimeWarning`` (see "Stability" in :func:`asym_nystrom`).
+Neither clips a value to a bound. Where an answer cannot be trusted (an estimate above what a
+lower bound on ``sigma_i(G)`` allows, see :mod:`solvers._check`) it comes back as computed,
+with ``info["reliable"] = False`` and a ``RuntimeWarning``.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
-from scipy.optimize import linear_sum_assignment
 
+from ._check import (
+    CHECK_FACTOR,
+    flag_inflated,
+    lower_bounds,
+    product_lower_bounds,
+    warn_unreliable,
+)
 from ._result import SVDResult, finish
-from ._validation import check_args
+from ._validation import (
+    ASYM_CORES,
+    ASYM_SAMPLINGS,
+    CORES,
+    SAMPLINGS,
+    check_args,
+    check_bool,
+    check_choice,
+    check_indices,
+    check_int,
+    check_sample_size,
+)
 
 __all__ = ["sym_nystrom", "asym_nystrom"]
 
-_NORM_CHUNK_ENTRIES = 1 << 22  # entries per streamed block when norms must be computed
+#: Relative cut-off of the stable core's epsilon-pseudo-inverse (by dtype): sqrt(eps). Core
+#: directions below it are what the sample cannot resolve from rounding; beyond the rank, the
+#: core also drops directions below the noise its rows show (see "Stable core" in
+#: asym_nystrom): inverting those only amplifies the residual of G outside the columns' span.
+STABLE_RCOND = {"d": float(np.sqrt(np.finfo(np.float64).eps)),
+                "f": float(np.sqrt(np.finfo(np.float32).eps))}
+
+#: info keys the solver computes itself (a sampler's own counts are already in them)
+_OWN_KEYS = frozenset({"method", "effort", "n_matvec", "n_block_entries", "n_products",
+                       "n_passes", "seconds", "reliable", "entries_read", "row_prob",
+                       "col_prob", "numerical_rank"})
 
 _ADVICE = (
-    "sample more rows/columns (n_samples, n_rows), try sampling='norm', or use a method that "
-    "multiplies by G ('rsvd', 'tsvd')"
+    "sample more rows/columns (n_samples, n_rows), try another sampling (norm, arp, "
+    "rpcholesky), or use a method that multiplies by G ('rsvd', 'block_krylov', 'tsvd')"
 )
 
 
 # ---------------------------------------------------------------------------------------------
-# sampling
+# shared helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def _squared_norms(src):
-    """Squared row and column norms of ``G`` (needed by ``sampling="norm"``).
-
-    A source that knows them (``row_norms_sq()``/``col_norms_sq()``, e.g. the dense and sparse
-    adapters) answers directly. Otherwise every row is streamed once through ``rows(idx)`` in
-    chunks: this reads all N * M entries (counted in ``n_block_entries``), which is as much as
-    forming ``G`` and defeats the purpose of Nyström on a lazy source; prefer uniform sampling
-    there or a source that provides the norms.
-    """
-    base = src.source
-    if hasattr(base, "row_norms_sq") and hasattr(base, "col_norms_sq"):
-        return np.asarray(base.row_norms_sq(), float), np.asarray(base.col_norms_sq(), float)
-    N, M = src.shape
-    row = np.zeros(N)
-    col = np.zeros(M)
-    step = max(1, _NORM_CHUNK_ENTRIES // M)
-    for start in range(0, N, step):
-        idx = np.arange(start, min(N, start + step))
-        sq = np.square(src.rows(idx), dtype=np.float64)
-        row[idx] = sq.sum(axis=1)
-        col += sq.sum(axis=0)
-    return row, col
-
-
-def _sample(n_total, n, weights, rng):
-    """``n`` distinct sorted indices in ``range(n_total)``, uniform or with ``weights``.
-
-    Weighted draws are successive sampling without replacement (``Generator.choice`` with
-    ``p``). Indices of zero weight (zero rows/columns) are only drawn, uniformly, when fewer
-    than ``n`` indices have positive weight.
-    """
-    if weights is None:
-        idx = rng.choice(n_total, size=n, replace=False)
-    else:
-        positive = np.flatnonzero(weights > 0)
-        if positive.size >= n:
-            p = weights / weights.sum()
-            idx = rng.choice(n_total, size=n, replace=False, p=p)
-        else:
-            zero = np.flatnonzero(weights <= 0)
-            fill = rng.choice(zero, size=n - positive.size, replace=False)
-            idx = np.concatenate([positive, fill])
-    return np.sort(idx)
 
 
 def _floor(values, size, dtype):
@@ -126,12 +109,14 @@ def _normalized(E):
     return E / n
 
 
-def _finish(U, s, V, method, src, t0, dtype, opts, sizes, ridx, cidx, extra, numerical_rank):
-    """:func:`finish` with the info both Nyström methods report (effort = ``n_samples``).
+def _entries_read(src):
+    """Entries of G read so far: ``N * M`` per product plus the entries of rows/cols/blocks."""
+    N, M = src.shape
+    return int(src.n_products) * N * M + int(src.n_block_entries)
 
-    ``info`` keys, in order: the common ones, ``sampling``, ``orthogonalize``, ``core``,
-    ``sizes``, ``row_indices``, ``col_indices``, ``extra``, ``numerical_rank``.
-    """
+
+def _finish(U, s, V, method, src, t0, dtype, opts, sizes, extra, numerical_rank, reliable):
+    """:func:`finish` with the info both Nyström methods report (effort = ``n_samples``)."""
     result: SVDResult = finish(
         U,
         s,
@@ -141,99 +126,45 @@ def _finish(U, s, V, method, src, t0, dtype, opts, sizes, ridx, cidx, extra, num
         tracker=src,
         t0=t0,
         dtype=dtype,
+        reliable=reliable,
         sampling=opts["sampling"],
         orthogonalize=opts["orthogonalize"],
         core=opts["core"],
         **sizes,
-        row_indices=ridx,
-        col_indices=cidx,
         **extra,
         numerical_rank=numerical_rank,
+        entries_read=_entries_read(src),
     )
     return result
 
 
-# ---------------------------------------------------------------------------------------------
-# the norm bound: what no estimate may exceed
-# ---------------------------------------------------------------------------------------------
+def _check_values(method, s, lower, how, shape, dtype, stacklevel=4):
+    """``reliable`` for values ``s`` against lower bounds ``lower``, warning when False."""
+    bad = flag_inflated(s, lower, shape, dtype)
+    if bad.size:
+        warn_unreliable(method, s, lower, bad, how, _ADVICE, stacklevel=stacklevel)
+    return not bad.size
 
 
-@dataclass(frozen=True)
-class _NormBound:
-    """A value ``||G||_2`` cannot (``proven``) or should not exceed.
-
-    ``proven`` is True for the source's own ``norm_bound()``, an upper bound on ``||G||_2``;
-    False for :func:`_norm_bound`'s sample estimate of ``||G||_F``, which is not a bound.
-    """
-
-    value: float
-    proven: bool
-
-    def describe(self):
-        if self.proven:
-            return f"the bound {self.value:.3g} on ||G||_2 (G.norm_bound())"
-        return f"the sample's estimate {self.value:.3g} of ||G||_F (G has no norm_bound())"
-
-
-def _norm_bound(src, R, C):
-    """The source's ``norm_bound()``, or else an estimate of ``||G||_F`` from the sample.
-
-    ``R`` (n x M) holds sampled rows of ``G`` and ``C`` (N x m) sampled columns. Under uniform
-    sampling ``(N / n) ||R||_F^2`` and ``(M / m) ||C||_F^2`` are unbiased estimates of
-    ``||G||_F^2 >= ||G||_2^2``; the larger of the two is taken (norm sampling, which favours
-    heavy rows and columns, only makes it larger).
-    """
-    bound = getattr(src, "norm_bound", None)
-    if bound is not None:
-        return _NormBound(float(bound()), True)
-    N, M = src.shape
-    by_rows = np.sqrt(N / R.shape[0]) * np.linalg.norm(R.astype(np.float64, copy=False))
-    by_cols = np.sqrt(M / C.shape[1]) * np.linalg.norm(C.astype(np.float64, copy=False))
-    return _NormBound(float(max(by_rows, by_cols)), False)
-
-
-def _limit(bound, dtype):
-    """``bound.value`` plus a relative slack for the rounding in computed norms."""
-    return bound.value * (1 + np.sqrt(np.finfo(dtype).eps))
-
-
-def _enforce_bound(method, bound, dtype, orthogonalize, s, *others):
-    """Singular values above the bound: a warning, and clipped to a proven bound.
-
-    ``others`` are further estimates of the same values (``sym_nystrom``'s ``s_v``), treated
-    alike. The raw estimates (``orthogonalize=False``) are not clipped: they are the method's
-    textbook estimator, which the warning reports. Returns ``(s, *others)``.
-    """
-    values = (s, *others)
-    top = max(float(np.max(v, initial=0.0)) for v in values)
-    if not top > _limit(bound, dtype):
-        return values
-    clip = orthogonalize and bound.proven
-    if clip:
-        what = "clipped to the bound"
-    elif bound.proven:
-        what = "kept (orthogonalize=False returns the raw estimates unchanged)"
-    else:
-        what = "kept (the estimate is no bound)"
-    why = (
-        "an unstable core inversion: the inverted block amplifies the rows and columns outside "
-        "the sample" if orthogonalize else "the sampling factor extrapolates the sampled block "
-        "beyond what G holds"
-    )
+def _check_norm_bound(method, src, s, dtype):
+    """``reliable``: False (with a warning) when ``s_1`` exceeds the source's ``norm_bound()``."""
+    if not hasattr(src, "norm_bound") or s.size == 0:
+        return True
+    bound = src.norm_bound()
+    if s[0] <= bound * (1 + np.sqrt(np.finfo(dtype).eps)):
+        return True
     warnings.warn(
-        f"{method}: estimated singular value {top:.3g} exceeds {bound.describe()}, so the "
-        f"Nyström estimate from this sample is unreliable ({why}); values above it {what}. "
+        f"{method}: the estimate s_1 = {s[0]:.3g} exceeds the bound {bound:.3g} on ||G||_2 "
+        f"(G.norm_bound()): the answer cannot be trusted (info['reliable'] = False). "
         f"To fix, {_ADVICE}",
         RuntimeWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
-    if clip:
-        values = tuple(np.minimum(v, bound.value) for v in values)
-    return values
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
-# classic (symmetric) Nyström on the Gram matrices
+# classic (symmetric) Nyström on the Gram matrix
 # ---------------------------------------------------------------------------------------------
 
 
@@ -272,55 +203,60 @@ def sym_nystrom(
     orthogonalize=True,
     core="rank",
 ):
-    """Classic Nyström (Williams & Seeger) applied to ``G G^T`` for U and ``G^T G`` for V.
+    """Classic Nyström (Williams & Seeger) on ``G G^T`` for U, then V and s from ``G^T U``.
 
     Parameters
     ----------
     G : ndarray, sparse matrix, LinearOperator or matrix source of shape (N, M)
     rank : int
-        Number of triplets, ``1 <= rank <= n_samples``.
+        Number of triplets, ``1 <= rank <= min(n_samples, N)``.
     random_state : None, int or numpy.random.Generator, default=None
-        Seeds the two samples.
+        Seeds the sample.
     n_samples : int
-        Columns sampled from each Gram matrix, ``rank <= n_samples <= max(N, M)`` (required);
-        ``G G^T`` (N x N) gets ``min(n_samples, N)`` and ``G^T G`` (M x M)
-        ``min(n_samples, M)``, so ``n_samples = max(N, M)`` samples both completely and the
-        answer is exact.
+        Columns sampled from ``G G^T`` (N x N), ``rank <= n_samples <= max(N, M)``
+        (required); ``min(n_samples, N)`` are used, so ``n_samples >= N`` samples it
+        completely and the answer is exact.
     sampling : {"uniform", "norm"}, default="uniform"
-        Uniform without replacement, or by the Gram diagonals (squared row norms of ``G`` for
-        ``G G^T``, squared column norms for ``G^T G``); see :func:`asym_nystrom` for the cost of
-        the norms on lazy sources.
+        Uniform without replacement, or by the Gram diagonal (squared row norms of ``G``),
+        which costs one pass over ``G`` (counted in ``n_passes``).
     orthogonalize : bool, default=True
-        True returns the exact eigenvectors of the Nyström approximations (orthonormal);
-        False returns the textbook extension ``C Q diag(1/lambda)`` normalised, with
-        eigenvalues ``(N/n) lambda``.
+        True: exact eigenvectors of the Nyström approximation, then a Rayleigh-Ritz step
+        (below). False: the textbook extension ``C Q diag(1/lambda)`` normalised, values
+        ``sqrt((N/n) lambda)``, and ``V`` the normalised columns of ``G^T U``.
     core : {"rank", "full"}, default="rank"
-        With ``orthogonalize=True``: approximate ``K`` by ``C W_r^+ C^T`` (the top-r part of
-        the core: same subspace as the textbook extension) or by ``C W^+ C^T`` (the whole
-        floored pseudo-inverse, then truncated to rank: exact as soon as the sample spans
-        ``K``'s range, usually much more accurate). See :func:`asym_nystrom`.
+        With ``orthogonalize=True``: approximate ``K = G G^T`` by ``C W_r^+ C^T`` (the top-r
+        part of the core) or by ``C W^+ C^T`` (the whole floored pseudo-inverse, then
+        truncated to rank: exact as soon as the sample spans ``K``'s range).
 
     Returns
     -------
     SVDResult
-        ``s`` from the ``G G^T`` side: ``sqrt`` of its eigenvalue estimates.
         ``info["effort"]`` is ``n_samples``; ``info`` also has ``row_indices``,
-        ``col_indices``, ``s_v`` (the estimates from the ``G^T G`` side), ``s_ritz``
-        (``u_i^T G v_i``), ``numerical_rank`` and ``norm_bound`` (the source's bound on
-        ``||G||_2``, None without one). Values above the bound (or, without one, above the
-        sample's estimate of ``||G||_F``) come with a ``RuntimeWarning`` and, with
-        ``orthogonalize=True``, are clipped to a proven bound; see :func:`asym_nystrom`.
+        ``col_indices`` (None: no column sample), ``s_nystrom`` (``sqrt`` of the Nyström
+        eigenvalue estimates of ``G G^T``), ``numerical_rank``, ``entries_read`` and
+        ``reliable``.
 
     Notes
     -----
     Columns of ``K = G G^T`` are formed as ``K[:, idx] = G @ G[idx, :].T`` (``rows`` then
-    ``matmat``), never ``K`` itself; likewise ``G^T G``. Cost (for n <= min(N, M)): ``n (N + M)``
-    entries read, ``2 n + rank`` products with ``G`` or ``G.T`` (``O(N M n)`` flops, the same
-    order as a randomized SVD with ``n`` test vectors) and ``O((N + M) n^2 + n^3)`` dense
-    work. Per sample it is far dearer than :func:`asym_nystrom`, which never multiplies.
-    U and V come from two independent problems: they are paired by a maximum-weight assignment
-    on ``|U^T G V|`` (robust when values are close) and V is signed so that
-    ``u_i^T G v_i > 0``.
+    ``matmat``), never ``K`` itself; the Nyström eigenvectors ``U_0`` of ``K`` follow. The
+    right side is not a second, independent eigenproblem: two eigensolvers choose their
+    bases of a repeated singular value independently, and no pairing of the two sets can
+    then reproduce ``G`` (a rotation comes back as the identity). Instead one product
+    ``B = G^T U_0`` and the SVD ``U_0^T G = B^T = A S W^T`` (a Rayleigh-Ritz step on the
+    left space) give ``U = U_0 A``, ``s = S``, ``V = W``: paired by construction, values
+    ``s_i <= sigma_i(G)`` (interlacing) and never below the Nyström estimates
+    (``C W^+ C^T <= K``), exact whenever ``U_0`` spans an invariant subspace of ``G G^T``
+    (the full sample, ties included).
+
+    With ``orthogonalize=False`` the textbook values ``sqrt((N/n) lambda)`` are returned
+    unchanged; when one of them exceeds ``CHECK_FACTOR`` times its lower bound
+    ``sigma_i(G^T Q_U)`` (free: ``B`` is at hand) the answer is marked unreliable and a
+    ``RuntimeWarning`` says so.
+
+    Cost: ``2`` products with ``G`` or ``G.T`` (``O(N M n)`` flops) plus ``n M`` entries
+    (``1 + 1 + n / N`` passes; norm sampling adds one) and ``O(N n^2 + M n rank)`` dense work.
+    Per sample it is far dearer than :func:`asym_nystrom`, which never multiplies.
 
     References
     ----------
@@ -333,78 +269,70 @@ def sym_nystrom(
         G,
         rank,
         random_state,
+        _validate_sym,
         n_samples=n_samples,
         sampling=sampling,
         orthogonalize=orthogonalize,
         core=core,
     )
+    from .sampling._basic import sample_indices
+
     opts, rank, src, dtype, rng = chk.options, chk.rank, chk.source, chk.dtype, chk.rng
     N, M = src.shape
-    n = opts["n_samples"]
-    ridx, cidx = _draw_gram_sample(src, n, opts["sampling"], rng)
-    R, CU, Cc, CV = _read_gram_columns(src, ridx, cidx, dtype)
-    how = (opts["orthogonalize"], opts["core"], dtype)
-    U, lu, kept_u = _gram_nystrom(CU, ridx, N, rank, *how)
-    V, lv, kept_v = _gram_nystrom(CV, cidx, M, rank, *how)
-    U, lu, V, lv, ritz = _pair_sides(src, U, lu, V, lv, dtype)
-    bound = _norm_bound(src, R, Cc)
-    s, s_v = _enforce_bound(
-        "sym_nystrom", bound, dtype, opts["orthogonalize"], np.sqrt(lu), np.sqrt(lv)
-    )
-    k = s.size
-    if k < rank:
-        U, s, V = _pad_triplets(U, s, V, rank, rng, "A sampled Gram block")
-        s_v, ritz = np.pad(s_v, (0, rank - k)), np.pad(ritz, (0, rank - k))
-    order = np.argsort(-s, kind="stable")  # the order finish() applies
-    extra = {"s_v": s_v[order], "s_ritz": np.abs(ritz)[order], "norm_bound": _info(bound)}
-    return _finish(
-        U, s, V, "sym_nystrom", src, t0, dtype, opts, {"n_samples": n}, ridx, cidx, extra,
-        min(kept_u, kept_v),
-    )
-
-
-def _draw_gram_sample(src, n, sampling, rng):
-    """Indices sampled from ``G G^T`` (rows of G) and ``G^T G`` (columns), each clipped."""
-    N, M = src.shape
-    rw = cw = None
-    if sampling == "norm":
-        rw, cw = _squared_norms(src)
-    return _sample(N, min(n, N), rw, rng), _sample(M, min(n, M), cw, rng)
-
-
-def _read_gram_columns(src, ridx, cidx, dtype):
-    """``R = G[ridx]``, ``(G G^T)[:, ridx]``, ``C = G[:, cidx]`` and ``(G^T G)[:, cidx]``."""
+    n = min(opts["n_samples"], N)
+    weights = src.norms_sq()[0] if opts["sampling"] == "norm" else None  # one pass
+    ridx = sample_indices(N, n, weights, rng)
     R = np.asarray(src.rows(ridx), dtype=dtype)
     CU = np.asarray(src.matmat(np.ascontiguousarray(R.T)), dtype=dtype)
-    C = np.asarray(src.cols(cidx), dtype=dtype)
-    CV = np.asarray(src.rmatmat(C), dtype=dtype)
-    return R, CU, C, CV
+    U0, lam, kept = _gram_nystrom(CU, ridx, N, rank, opts["orthogonalize"], opts["core"], dtype)
+    s_nys = np.sqrt(lam)
+    B = np.asarray(src.rmatmat(U0), dtype=dtype)  # G^T U0: the pairing product
+    reliable = True
+    if opts["orthogonalize"]:
+        # Rayleigh-Ritz on span(U0): exact triplets of U0 U0^T G, paired by construction.
+        W, s, At = linalg.svd(B, full_matrices=False)
+        keep = min(rank, _floor(s, max(B.shape), dtype))
+        U, s, V = U0 @ At[:keep].T, s[:keep], W[:, :keep]
+    else:
+        U, s = U0, s_nys
+        V = _normalized(B)
+        Ru = linalg.qr(U0, mode="r")[0][: U0.shape[1]]
+        with np.errstate(all="ignore"):  # G^T Q_U = B R_U^-1, orthonormal Q_U: interlacing
+            GtQ = linalg.solve_triangular(Ru, B.T, trans="T", check_finite=False).T
+        lower = lower_bounds(np.nan_to_num(GtQ, nan=0.0, posinf=0.0, neginf=0.0), s.size)
+        reliable = _check_values(
+            "sym_nystrom", s, lower, "from G^T U, the pairing product", (N, M), dtype
+        )
+    if s.size < rank:
+        U, s, V = _pad_triplets(U, s, V, rank, rng, "A sampled Gram block")
+    s_nys = np.pad(s_nys, (0, max(0, rank - s_nys.size)))[:rank]
+    extra = {"row_indices": ridx, "col_indices": None, "s_nystrom": s_nys.astype(dtype)}
+    return _finish(
+        U, s, V, "sym_nystrom", src, t0, dtype, opts, {"n_samples": opts["n_samples"]}, extra,
+        kept, reliable,
+    )
 
 
-def _pair_sides(src, U, lu, V, lv, dtype):
-    """Match the two eigen-problems' vectors: u_i with the v_j maximising ``|u_i^T G v_j|``.
-
-    A maximum-weight assignment (robust when values are close); V is signed so that
-    ``u_i^T G v_i > 0``. Returns ``U, lu, V, lv`` cut to the shorter side and the Ritz values
-    ``u_i^T G v_i``.
-    """
-    k = min(U.shape[1], V.shape[1])
-    U, lu, V, lv = U[:, :k], lu[:k], V[:, :k], lv[:k]
-    P = U.T @ np.asarray(src.matmat(V), dtype=dtype)
-    rows_, perm = linear_sum_assignment(-np.abs(P))
-    V, lv = V[:, perm], lv[perm]
-    ritz = P[rows_, perm]
-    sign = np.where(ritz < 0, -1, 1).astype(dtype)
-    return U, lu, V * sign, lv, ritz
-
-
-def _info(bound):
-    """``info["norm_bound"]``: the proven bound, or None when only an estimate was at hand."""
-    return bound.value if bound.proven else None
+def _validate_sym(opts, rank, shape):
+    """Options of :func:`sym_nystrom` (called by ``check_args`` after the common checks)."""
+    N, M = shape
+    opts["sampling"] = check_choice("sampling", opts["sampling"], SAMPLINGS)
+    opts["orthogonalize"] = check_bool("orthogonalize", opts["orthogonalize"])
+    opts["core"] = check_choice("core", opts["core"], CORES)
+    if opts["core"] == "full" and not opts["orthogonalize"]:
+        raise ValueError("core='full' needs orthogonalize=True (the raw extension is rank-r)")
+    if opts["n_samples"] is None:
+        raise TypeError("n_samples is required for method 'sym_nystrom'")
+    n = check_int(
+        "n_samples", opts["n_samples"], 1, max(N, M), high_text=f"max(N, M) = {max(N, M)}"
+    )
+    opts["n_samples"] = n
+    check_sample_size(rank, {"n_samples": n})
+    return opts
 
 
 # ---------------------------------------------------------------------------------------------
-# asymmetric Nyström (the paper's method)
+# asymmetric Nyström (the paper's method, and the stable core)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -419,108 +347,135 @@ def asym_nystrom(
     row_indices=None,
     col_indices=None,
     orthogonalize=True,
-    core="rank",
+    core=None,
+    check_passes=1,
 ):
     """Asymmetric Nyström method (Tao et al. 2023) for the top singular triplets of ``G``.
 
     Parameters
     ----------
     G : ndarray, sparse matrix, LinearOperator or matrix source of shape (N, M)
-        Only ``rows(idx)`` and ``cols(idx)`` are used: ``G`` is never multiplied.
+        ``rows(idx)`` and ``cols(idx)`` build the answer; products are used only by the
+        a-posteriori check (``check_passes``), by norm sampling when the source has no
+        norms, and by ``sampling="arp"``'s sketch.
     rank : int
         Number of triplets, ``1 <= rank <= min(n_rows, n_samples)``.
     random_state : None, int or numpy.random.Generator, default=None
-        Seeds the sample (unused when both index sets are given).
+        Seeds the sample and the check.
     n_samples : int or None
-        Number m of sampled columns, ``<= M``; required unless ``col_indices`` is given.
+        Number m of sampled columns (for ``"rpcholesky"``: pivots), ``<= M``; required
+        unless ``col_indices`` is given.
     n_rows : int or None, default=None
-        Number n of sampled rows, ``<= N``; None means ``min(n_samples, N)``.
-    sampling : {"uniform", "norm"}, default="uniform"
-        Uniform without replacement, or without replacement with probabilities proportional to
-        squared row/column norms. The norms come from the source when it provides
-        ``row_norms_sq()``/``col_norms_sq()`` (ndarray and sparse inputs do); otherwise every
-        row is streamed once through ``rows(idx)``, reading all N * M entries (counted in
-        ``info["n_block_entries"]``).
+        Number n of sampled rows, ``<= N``; None means ``min(2 m, N)`` for
+        ``core="stable"`` (the oversampling it needs) and ``min(m, N)`` for ``"paper"``.
+    sampling : {"uniform", "norm", "arp", "rpcholesky", "aca"}, default="uniform"
+        How rows and columns are chosen. ``"uniform"``: without replacement. ``"norm"``:
+        without replacement with probabilities proportional to squared row/column norms,
+        which costs one pass over ``G`` (from the source's ``row_norms_sq()``/
+        ``col_norms_sq()`` or by streaming its rows; counted in ``n_passes`` and
+        ``entries_read`` either way). ``"arp"`` (adaptive randomized pivoting on a one-pass
+        sketch), ``"aca"`` (adaptive cross approximation) and ``"rpcholesky"`` (randomly
+        pivoted Cholesky on the joint PSD kernel of a lazy point source; it returns the
+        triplets of its own factorisation, ``core`` does not apply) are documented in
+        :mod:`solvers.sampling`.
     row_indices, col_indices : array_like of int or None, default=None
         The sample itself (distinct indices); overrides sampling for that side.
     orthogonalize : bool, default=True
-        Return the exact SVD of a Nyström approximation (True) or the paper's raw
-        extension (False). See Notes.
-    core : {"rank", "full"}, default="rank"
-        Which Nyström approximation ``orthogonalize=True`` decomposes: ``C W_r^+ R`` (the
-        block's top-r part, the subspace of the paper's extension) or ``C W^+ R`` (the whole
-        floored pseudo-inverse, truncated to rank afterwards). Needs ``orthogonalize=True``.
+        ``core="paper"`` only: the exact SVD of the paper's Nyström approximation (True) or
+        the paper's raw extension (False). ``core="stable"`` needs True.
+    core : {"stable", "paper"} or None, default=None
+        None means ``"stable"``, or ``"paper"`` with ``orthogonalize=False`` (the raw
+        extension is the paper's). ``"stable"``: the oversampled CUR
+        ``C (G[I, J])^+_eps R`` of Park & Nakatsukasa, computed through a QR of the sampled
+        columns. ``"paper"``: eq. (10) of Tao et al.
+        on the block's top ``rank`` triplets, as the paper's tables used it. See Notes.
+    check_passes : int, default=1
+        Products with ``G`` or ``G.T`` spent on the a-posteriori check of the values (0
+        turns it off; the free checks still run). Counted in ``n_passes``/``entries_read``;
+        skipped when a free bound already certifies the values.
 
     Returns
     -------
     SVDResult
         ``info["effort"]`` is m; ``info`` also has ``n_rows``, ``n_samples``,
-        ``row_indices``, ``col_indices``, ``scale`` (``sqrt(N M / (n m))``),
-        ``block_singular_values``, ``numerical_rank`` (block singular values kept by the
-        floor), ``core_rank`` (block triplets inverted after the stability cut),
-        ``norm_bound``, ``orthogonalize`` and ``core``.
+        ``row_indices``, ``col_indices``, ``numerical_rank``, ``core_rank`` (directions
+        inverted), ``entries_read`` (entries of G read, products and any norm pass
+        included), ``reliable``, ``lower_bounds`` (the check's bounds on ``sigma_i(G)``,
+        None when it did not run), ``check_passes`` (products it used) and, per core,
+        ``oblique_norm`` and ``core_noise`` (stable), ``scale`` and
+        ``block_singular_values`` (paper).
 
     Notes
     -----
-    With R = G[rows, :] (n x M), C = G[:, cols] (N x m) and the block
-    W = G[rows][:, cols] = U_s S_s V_s^T, eq. (10) of the paper extends the block's singular
-    vectors to the whole matrix::
+    Let ``C = G[:, J]`` (N x m), ``R = G[I, :]`` (n x M) and ``W = G[I, J]``.
 
-        U_ext = C V_s S_s^-1,    V_ext = R^T U_s S_s^-1.
+    *Stable core* (``core="stable"``). Rows are oversampled (``n = 2 m`` by default) and the
+    core ``W`` (n x m) is inverted by an epsilon-pseudo-inverse, as Park & Nakatsukasa
+    (2024) prescribe: ``G_hat = C W_eps^+ R``. It is computed through the SVD
+    ``C = Q_C diag(c) V_C^T`` (floored at ``c_max max(N, m) eps``), never through
+    ``C v_i / w_i``: ``W V_C = Q_C[I, :] diag(c) = A diag(w) B^T`` gives
+    ``C W_eps^+ = Q_C F A_k^T`` with ``F = diag(c) B_k diag(1 / w_k)``, and the answer is the
+    exact SVD of ``G_hat = Q_C (F A_k^T R)``.
 
-    Tiny block singular values (``<= s_max * max(n, m) * eps``, the ``pinv`` rule) are dropped
-    before inverting; so are unstable ones (see Stability).
+    The bound behind the cut-off. With ``E = G - Q_C Q_C^T G`` (what the columns miss; its
+    columns ``J`` are zero) and ``E_I = E[I, :]``,
+    ``G - G_hat = E + Q_C diag(c) (I - B_k B_k^T) diag(1 / c) Q_C^T G - Q_C F A_k^T E_I``,
+    so ``||G - G_hat|| <= ||E|| + ||F|| ||E_I|| + (dropped part)``; keeping every direction
+    (``W`` of full column rank) gives the oblique-projection bound
+    ``||G - G_hat|| <= (1 + ||Q_C[I, :]^+||) ||E||``. Direction ``i`` of the core adds the
+    noise ``||diag(c) b_i|| ||a_i^T E_I|| / w_i`` and reproduces the part ``diag(c) b_i`` of
+    the sampled columns exactly (dropping it loses at least ``||diag(c) b_i||``), so it is
+    worth inverting only while ``w_i > ||a_i^T E_I||``. The rows show ``E_I`` where the core
+    cannot explain them: ``nu = ||A_perp^T R||_2`` (``A_perp`` spans the complement of
+    ``range(W)`` among the n sampled rows; ``info["core_noise"]`` is ``nu / ||W||``). Kept: the top
+    ``rank`` directions above ``eps = STABLE_RCOND ||W||`` (``sqrt`` of the machine epsilon;
+    they are the answer, and dropping one loses a triplet for sure) and every further one
+    above ``max(eps, nu)``. A direction of ``W`` that the sampled rows barely see (small
+    ``w_i``, large ``c``) is what this removes: with eps alone, ARP's sample at m = 60 on the
+    rare-cluster SNE kernel (N = M = 6000, r = 20) inverted one with ``||F|| = 272`` and
+    gave subspace error 7.9e-2 where the same rows and columns projected optimally
+    (``Q_C Q_C^T G Q_R Q_R^T``) give 1.6e-3; with the noise cut it gives 1.6e-3.
 
-    ``orthogonalize=False`` returns the paper's raw extension with unit-norm columns (not
-    orthogonal in general) and singular values ``sqrt(N M / (n m)) * S_s``, the scaling that
-    follows from eq. (10) under uniform sampling; for a symmetric G with the same row and
-    column sample it is the classic Nyström factor N / n.
+    When ``C`` spans ``range(G)`` and the rows see every direction of it (a sample that
+    spans G), ``E = 0``, ``nu`` is rounding and the answer is exact up to ``eps``. A core of
+    full row rank (``n`` at most ``m``) has no complement: eps alone applies.
+    ``s_i(G_hat) <= ||F||_2 sigma_i(G)`` always (``info["oblique_norm"]``); when that norm is
+    at most ``CHECK_FACTOR`` (a full row sample, for one) the values are certified for
+    free. The paper's failure (inverting singular values of ``W`` that are rounding or
+    residual) is what the cut-offs and the oversampling remove.
 
-    ``orthogonalize=True`` returns the exact SVD of the rank-r Nyström (CUR) approximation
-    ``G_r = C W_r^+ R``, where ``W_r^+ = V_r S_r^-1 U_r^T`` inverts the block's top r part.
-    Since ``G_r = U_ext diag(S_r) V_ext^T``, thin QR factorisations ``U_ext = Q_U R_U`` and
-    ``V_ext = Q_V R_V`` give ``G_r = Q_U (R_U S_r R_V^T) Q_V^T``; the SVD
-    ``R_U S_r R_V^T = A S B^T`` of the r x r core yields ``U = Q_U A``, ``V = Q_V B``
-    (orthonormal, spanning the same subspaces as the raw extension) and singular values
-    ``S``, the singular values of ``G_r`` (no sampling factor is needed, ``G_r`` estimates
-    ``G`` itself). With the full sample (n = N, m = M) ``G_r`` is the rank-r truncation of
-    ``G`` and the answer is exact.
+    *Paper core* (``core="paper"``). With ``W = U_s S_s V_s^T``, eq. (10) of the paper extends
+    the block's top ``k = min(rank, kept)`` triplets (tiny block values, ``<= s_max
+    max(n, m) eps``, are dropped) to the whole matrix: ``U_ext = C V_k S_k^-1``,
+    ``V_ext = R^T U_k S_k^-1``. ``orthogonalize=True`` returns the exact SVD of
+    ``C W_k^+ R = U_ext S_k V_ext^T`` (QR of both factors, SVD of a k x k core);
+    ``orthogonalize=False`` the raw extension with unit columns and the importance-weighted
+    block's singular values: ``D_r W D_c`` with ``D = diag(1 / sqrt(pi))`` for the inclusion
+    probabilities ``pi`` of the sample, which is ``sqrt(N M / (n m)) S_s`` under uniform
+    sampling (the paper's scaling) and reweights rows and columns drawn by norm. Inverting
+    ``S_k`` amplifies what the block did not see: on the centred SNE kernel of a
+    300000-node graph (``make_directed_graph(300_000, random_state=0)``, rank 10, 400
+    samples) it gives ``s_1`` at 21.6 times the truth, the stable core 13.1 times; both are
+    flagged by the checks below, and nothing is clipped.
 
-    ``core="full"`` applies the same construction to all k block triplets that survive the
-    floor: ``C W^+ R = U_ext diag(S_s) V_ext^T`` (k columns), QR of both, SVD of the k x k
-    core, top ``rank`` triplets kept. This is the usual CUR/Nyström approximation; it is
-    exact whenever ``rank(W) = rank(G)`` (the sample spans G's row and column spaces), which
-    ``C W_r^+ R`` is not for ``r < rank(G)``, and on matrices with fast-decaying spectra it
-    is typically far more accurate at the same sample size. On flat spectra it can be much
-    worse: ``W^+`` amplifies the block's small singular values and ``C W^+ R`` may
-    overestimate ``s`` badly (seen: 14 s_1 on a 300 x 200 SNE kernel of Gaussian data with
-    m = 100, before the stability cut below). It is not the paper's method.
+    *Checks.* (1) With ``norm_bound()`` on the source, ``s_1`` above it is unreliable (and
+    (2) is skipped). (2) Unless certified for free, ``check_passes`` products of block
+    power iteration started at ``[V, 5 Gaussian columns]`` give lower bounds
+    ``l_i <= sigma_i(G)`` (interlacing); any ``s_i > CHECK_FACTOR l_i`` makes the answer
+    unreliable. Unreliable answers come back unchanged with ``info["reliable"] = False``
+    and a ``RuntimeWarning``; an answer that passes (2) is certified to be at most
+    ``CHECK_FACTOR`` (1.5) times above the truth.
 
-    *Stability.* Block triplet i enters the Nyström approximation as the rank-one term
-    ``(C v_i)(R^T u_i)^T / s_i``. When the block sees little of G, a small ``s_i`` can pass
-    the ``pinv`` floor while ``C v_i`` and ``R^T u_i``, which reach the rows and columns
-    outside the sample, are not small: the term then blows up. (On a sparse graph's SNE kernel,
-    N = 300000 sampled at 400 rows and columns, the block's rounding error, larger than the
-    floor because centring cancels, left a triplet at 1.3e-13 of the largest; s_1 came out as
-    1.6e8 where the exact value is 2.0e-4.) The extension is therefore cut before the first
-    triplet after the top one whose term exceeds a bound on ``||G||_2``: an
-    epsilon-pseudo-inverse whose epsilon comes from the sample itself, announced by a
-    ``RuntimeWarning``. The bound is the source's ``norm_bound()`` when it has one, else the
-    sample's estimate ``max(sqrt(N / n) ||R||_F, sqrt(M / m) ||C||_F)`` of ``||G||_F``. Any
-    singular value still above it is reported by a ``RuntimeWarning`` too, and with
-    ``orthogonalize=True`` clipped to a proven bound (the raw estimates stay as the paper
-    defines them). A sample that spans G never triggers either: full-sample answers stay
-    exact. ``info["core_rank"]`` is the number of block triplets inverted and
-    ``info["norm_bound"]`` the proven bound (None without one).
-
-    Cost: ``n M + N m`` entries read (``info["n_block_entries"]``), no products with ``G``,
-    an n x m SVD, ``O((N + M) m k)`` for the extension (k = r, or the kept count with
-    ``core="full"``) and ``O((N + M) k^2)`` for the orthogonalisation.
+    Cost: ``n M + N m`` entries (plus the sampler's, see ``info["entries_read"]``), a fraction
+    ``m / M + n / N`` of one pass, plus ``check_passes`` passes for the check; dense work
+    ``O((N + M) m n)`` for the stable core, ``O(n m^2 + (N + M) m k)`` for the paper's.
 
     References
     ----------
     Q. Tao, F. Tonin, A. Lambert, Y. Chen, P. Patrinos, J. A. K. Suykens, "Nonlinear SVD with
     asymmetric kernels: feature learning and asymmetric Nyström method", NeurIPS 2023.
+    T. Park, Y. Nakatsukasa, "Accuracy and stability of CUR decompositions with
+    oversampling", arXiv:2405.06375, 2024.
 
     Examples
     --------
@@ -529,8 +484,8 @@ def asym_nystrom(
     >>> rng = np.random.default_rng(0)
     >>> G = rng.standard_normal((90, 4)) @ rng.standard_normal((4, 70))
     >>> res = asym_nystrom(G, 4, n_samples=10, random_state=0)
-    >>> np.allclose(res.s, np.linalg.svd(G, compute_uv=False)[:4])
-    True
+    >>> np.allclose(res.s, np.linalg.svd(G, compute_uv=False)[:4]), res.info["reliable"]
+    (True, True)
     """
     t0 = time.perf_counter()
     chk = check_args(
@@ -538,6 +493,7 @@ def asym_nystrom(
         G,
         rank,
         random_state,
+        _validate_asym,
         n_samples=n_samples,
         n_rows=n_rows,
         sampling=sampling,
@@ -545,112 +501,228 @@ def asym_nystrom(
         col_indices=col_indices,
         orthogonalize=orthogonalize,
         core=core,
+        check_passes=check_passes,
     )
     opts, rank, src, dtype, rng = chk.options, chk.rank, chk.source, chk.dtype, chk.rng
     N, M = src.shape
     m, n = opts["n_samples"], opts["n_rows"]
-    ridx, cidx = _draw_sample(src, opts, rng)
-    R, C, W = _read_blocks(src, ridx, cidx, dtype)
-    block = _factor_block(W, dtype)
-    full_core = opts["orthogonalize"] and opts["core"] == "full"
-    E, F = _extend(C, R, block, block.kept if full_core else min(rank, block.kept))
-    bound = _norm_bound(src, R, C)
-    n_extended = E.shape[1]
-    E, F = _stabilize(E, F, block, bound, dtype)
-    scale = float(np.sqrt((N * M) / (n * m)))
-    U, s, V = _triplets(E, F, block.s[: E.shape[1]], rank, opts["orthogonalize"], scale)
-    (s,) = _enforce_bound("asym_nystrom", bound, dtype, opts["orthogonalize"], s)
+    extra = {}
+    if opts["sampling"] == "rpcholesky":
+        U, s, V, numerical_rank, certified, extra = _rpcholesky(src, rank, m, rng, dtype)
+        ridx = cidx = None
+    else:
+        sel = _select(src, opts, rank, rng)
+        ridx, cidx = sel.row_indices, sel.col_indices
+        extra.update({k: v for k, v in sel.info.items() if k not in _OWN_KEYS})
+        R = sel.rows if sel.rows is not None else src.rows(ridx)
+        C = sel.cols if sel.cols is not None else src.cols(cidx)
+        R, C = np.asarray(R, dtype=dtype), np.asarray(C, dtype=dtype)
+        if opts["core"] == "stable":
+            U, s, V, numerical_rank, certified, more = _stable_core(C, R, ridx, rank, dtype)
+        else:
+            U, s, V, numerical_rank, more = _paper_core(C, R, sel, rank, opts, (N, M), dtype)
+            certified = False
+        extra.update(more)
     if s.size < rank:
-        cut = E.shape[1] < n_extended
-        what = "The sampled block's stable part" if cut else "The sampled block"
-        U, s, V = _pad_triplets(U, s, V, rank, rng, what)
-    extra = {
-        "scale": scale,
-        "block_singular_values": block.s.astype(dtype),
-        "core_rank": E.shape[1],
-        "norm_bound": _info(bound),
-    }
+        U, s, V = _pad_triplets(U, s, V, rank, rng, "The sample")
+    reliable = _check_norm_bound("asym_nystrom", src, s, dtype)
+    passes = 0 if (certified or not reliable) else opts["check_passes"]
+    lower = None
+    if passes:
+        before = src.n_products
+        lower = product_lower_bounds(src, V, passes, rng)
+        passes = src.n_products - before
+        how = f"from {passes} product(s) of block power iteration started at V"
+        reliable = _check_values("asym_nystrom", s, lower, how, (N, M), dtype)
+    extra.update(
+        lower_bounds=None if lower is None else lower.astype(dtype), check_passes=int(passes)
+    )
+    sizes = {"n_rows": n, "n_samples": m}
+    extra = {"row_indices": ridx, "col_indices": cidx, **extra}
     return _finish(
-        U, s, V, "asym_nystrom", src, t0, dtype, opts, {"n_rows": n, "n_samples": m}, ridx,
-        cidx, extra, block.kept,
+        U, s, V, "asym_nystrom", src, t0, dtype, opts, sizes, extra, numerical_rank, reliable
     )
 
 
-def _draw_sample(src, opts, rng):
-    """The row and column indices: given ones, else drawn (uniformly or by squared norms)."""
-    N, M = src.shape
+def _validate_asym(opts, rank, shape):
+    """Options of :func:`asym_nystrom` (called by ``check_args`` after the common checks)."""
+    N, M = shape
+    opts["sampling"] = check_choice("sampling", opts["sampling"], ASYM_SAMPLINGS)
+    opts["orthogonalize"] = check_bool("orthogonalize", opts["orthogonalize"])
+    if opts["core"] is None:
+        opts["core"] = "stable" if opts["orthogonalize"] else "paper"
+    opts["core"] = check_choice("core", opts["core"], ASYM_CORES)
+    opts["check_passes"] = check_int("check_passes", opts["check_passes"], 0)
+    if opts["core"] == "stable" and not opts["orthogonalize"]:
+        raise ValueError(
+            "orthogonalize=False (the paper's raw extension) needs core='paper'; "
+            "core='stable' returns the exact SVD of its approximation"
+        )
     ridx, cidx = opts["row_indices"], opts["col_indices"]
-    rw = cw = None
-    if opts["sampling"] == "norm" and (ridx is None or cidx is None):
-        rw, cw = _squared_norms(src)
-    if ridx is None:
-        ridx = _sample(N, opts["n_rows"], rw, rng)
-    if cidx is None:
-        cidx = _sample(M, opts["n_samples"], cw, rng)
-    return ridx, cidx
+    if opts["sampling"] == "rpcholesky" and (ridx is not None or cidx is not None):
+        raise ValueError(
+            "sampling='rpcholesky' chooses its own pivots: row_indices and col_indices "
+            "must be None"
+        )
+    if cidx is not None:
+        cidx = check_indices("col_indices", cidx, M, "columns")
+        if opts["n_samples"] is not None and opts["n_samples"] != cidx.size:
+            raise ValueError(
+                f"n_samples={opts['n_samples']} does not match len(col_indices)={cidx.size}"
+            )
+        opts["n_samples"] = int(cidx.size)
+    elif opts["n_samples"] is None:
+        raise TypeError("n_samples (or col_indices) is required for method 'asym_nystrom'")
+    m = check_int("n_samples", opts["n_samples"], 1, M, high_text=f"M = {M}")
+    if ridx is not None:
+        ridx = check_indices("row_indices", ridx, N, "rows")
+        if opts["n_rows"] is not None and opts["n_rows"] != ridx.size:
+            raise ValueError(f"n_rows={opts['n_rows']} does not match len(row_indices)={ridx.size}")
+        opts["n_rows"] = int(ridx.size)
+    elif opts["n_rows"] is None:
+        opts["n_rows"] = min((2 if opts["core"] == "stable" else 1) * m, N)
+    n = check_int("n_rows", opts["n_rows"], 1, N, high_text=f"N = {N}")
+    opts.update(n_samples=m, n_rows=n, row_indices=ridx, col_indices=cidx)
+    sizes = {"n_samples": m} if opts["sampling"] == "rpcholesky" else {"n_samples": m, "n_rows": n}
+    check_sample_size(rank, sizes)
+    return opts
 
 
-def _read_blocks(src, ridx, cidx, dtype):
-    """``R = G[ridx, :]`` (n x M), ``C = G[:, cidx]`` (N x m) and the block ``W`` inside R."""
-    R = np.asarray(src.rows(ridx), dtype=dtype)
-    C = np.asarray(src.cols(cidx), dtype=dtype)
-    return R, C, R[:, cidx]  # the block is part of R: no extra read
+def _select(src, opts, rank, rng):
+    """The sample: given indices, uniform/norm (``sampling._basic``) or a pivoting sampler.
 
-
-@dataclass(frozen=True)
-class _Block:
-    """SVD ``W = U diag(s) Vt`` of the sampled block; ``kept`` values pass the pinv floor."""
-
-    U: np.ndarray
-    s: np.ndarray
-    Vt: np.ndarray
-    kept: int
-
-
-def _factor_block(W, dtype):
-    """SVD of the block and the number of singular values above ``s_max * max(n, m) * eps``."""
-    U, s, Vt = linalg.svd(W, full_matrices=False)
-    return _Block(U, s, Vt, _floor(s, max(W.shape), dtype))
-
-
-def _extend(C, R, block, k):
-    """Eq. (10): the top-k block triplets extended, ``E = C V_k / S_k``, ``F = R^T U_k / S_k``."""
-    s = block.s[:k]
-    return C @ (block.Vt[:k].T / s), R.T @ (block.U[:, :k] / s)
-
-
-def _stabilize(E, F, block, bound, dtype):
-    """Cut the extension before the first triplet whose term in ``C W^+ R`` exceeds the bound.
-
-    Triplet i contributes ``E_i s_i F_i^T`` to the Nyström approximation, a rank-one term of
-    norm ``s_i ||E_i|| ||F_i|| = ||C v_i|| ||R^T u_i|| / s_i``. When it exceeds the bound on
-    ``||G||``, ``1 / s_i`` has amplified what ``C`` and ``R`` hold outside the sample instead of
-    approximating it: an epsilon-pseudo-inverse with epsilon = s_i drops it and every smaller
-    triplet (with a warning). The top triplet is always kept: without it there is no answer,
-    and an overshoot of its own is clipped by :func:`_enforce_bound`.
+    Entries a sampler reads past the counting wrapper (it reports them in
+    ``Selection.entries_read``) are added to the wrapper's count, so ``n_passes`` and
+    ``entries_read`` hold everything read while choosing, never twice.
     """
-    s = block.s[: E.shape[1]]
-    norms = np.linalg.norm(E, axis=0).astype(np.float64) * np.linalg.norm(F, axis=0)
-    terms = s.astype(np.float64) * norms
-    over = np.flatnonzero(~(terms[1:] <= _limit(bound, dtype)))  # NaN and inf count as over
-    if over.size == 0:
-        return E, F
-    k = int(over[0]) + 1
-    warnings.warn(
-        f"asym_nystrom: unstable core inversion: the sampled block's singular value "
-        f"{s[k]:.3g} ({s[k] / block.s[0]:.2g} of its largest) inverts into a term of norm "
-        f"{terms[k]:.3g} in the Nyström approximation C W^+ R, above {bound.describe()}; its "
-        f"pseudo-inverse was truncated to the top {k} of {s.size} triplets (epsilon = "
-        f"{s[k]:.3g}). To fix, {_ADVICE}",
-        RuntimeWarning,
-        stacklevel=3,
-    )
-    return E[:, :k], F[:, :k]
+    ridx, cidx = opts["row_indices"], opts["col_indices"]
+    n, m, sampling = opts["n_rows"], opts["n_samples"], opts["sampling"]
+    if sampling in ("uniform", "norm") or (ridx is not None and cidx is not None):
+        from .sampling._basic import select_basic
+
+        basic = sampling if sampling in ("uniform", "norm") else "uniform"
+        return select_basic(src, n, m, sampling=basic, rng=rng, row_indices=ridx,
+                            col_indices=cidx)
+    from .sampling import select_rows_cols  # imported here: the package is optional
+
+    before = _entries_read(src)
+    sel = select_rows_cols(src, n, m, sampling=sampling, rng=rng, rank=rank)
+    unseen = int(sel.entries_read) - (_entries_read(src) - before)
+    if unseen > 0:
+        src.n_block_entries += unseen
+    if ridx is not None:  # a given side wins over the sampler's choice
+        sel.row_indices, sel.rows = np.asarray(ridx, np.int64), None
+    if cidx is not None:
+        sel.col_indices, sel.cols = np.asarray(cidx, np.int64), None
+    return sel
 
 
-def _triplets(E, F, s, rank, orthogonalize, scale):
-    """The answer from the extension: SVD of ``E diag(s) F^T`` or the raw, rescaled one."""
-    if orthogonalize:
-        U, s, V = _orth_rank_r(E, F, s)
-        return U[:, :rank], s[:rank], V[:, :rank]
-    return _normalized(E), s * scale, _normalized(F)
+def _rpcholesky(src, rank, n_pivots, rng, dtype):
+    """``sampling="rpcholesky"``: the triplets of the joint-kernel factorisation."""
+    from .sampling import rpcholesky_svd  # imported here: the package is optional
+
+    before = _entries_read(src)
+    U, s, V, info = rpcholesky_svd(src, rank, n_pivots, rng=rng, dtype=dtype)
+    unseen = int(info.get("entries_read", 0)) - (_entries_read(src) - before)
+    if unseen > 0:
+        src.n_block_entries += unseen
+    info = {k: v for k, v in info.items() if k not in _OWN_KEYS}
+    U, s, V = np.asarray(U, dtype), np.asarray(s, dtype), np.asarray(V, dtype)
+    return U, s, V, int(info.get("numerical_rank", s.size)), False, info
+
+
+def _stable_core(C, R, ridx, rank, dtype):
+    """``C (G[I, J])^+_eps R`` and its exact SVD (see "Stable core" in :func:`asym_nystrom`).
+
+    Returns ``U, s, V, numerical_rank, certified, info``: ``certified`` when the oblique
+    norm ``||F||`` alone keeps every value within ``CHECK_FACTOR`` of the truth.
+    """
+    N, m = C.shape
+    n = R.shape[0]
+    Uc, sc, _ = linalg.svd(C, full_matrices=False)
+    kc = _floor(sc, max(N, m), dtype)
+    Qc, sc = Uc[:, :kc], sc[:kc]
+    if not kc:
+        k, rel, F, AR = 0, 0.0, np.zeros((0, 0), dtype), np.zeros((0, R.shape[1]), dtype)
+    else:
+        # The core in C's basis: W V_C = Q_C[I, :] diag(sc), with W's singular values.
+        a, w, bt = linalg.svd(Qc[ridx] * sc)  # a: n x n, its last n - kw columns span
+        kw = _floor(w, max(n, kc), dtype)      # the rows' complement of range(W)
+        AR = a[:, :kw].T @ R
+        noise = _row_noise(R, a[:, kw:])
+        k_eps = int(np.count_nonzero(w[:kw] > w[0] * STABLE_RCOND[np.dtype(dtype).char]))
+        # beyond the rank, only directions above the rows' noise; the top ``rank`` are the
+        # answer itself (dropping one loses a triplet for sure), down to the eps cut-off
+        k = max(min(rank, k_eps), int(np.count_nonzero(w[:k_eps] > noise)))
+        F = (sc[:, None] * bt[:k].T) / w[:k]  # kc x k, C W_eps^+ = Q_C F a_k^T
+        rel = noise / w[0] if w[0] > 0 else (np.inf if noise > 0 else 0.0)
+    Z = F @ AR[:k]
+    za, s, zbt = linalg.svd(Z, full_matrices=False)
+    keep = min(rank, _floor(s, max(Z.shape), dtype))
+    oblique = float(linalg.norm(F, 2)) if k else np.inf
+    info = {"core_rank": int(k), "oblique_norm": oblique, "core_noise": float(rel)}
+    return Qc @ za[:, :keep], s[:keep], zbt[:keep].T, int(kc), oblique <= CHECK_FACTOR, info
+
+
+def _row_noise(R, A_perp, n_iter=8, block=4):
+    """``||A_perp^T R||_2``: the sampled rows' part outside ``range(W)``.
+
+    ``A_perp`` (n x (n - kw)) spans the complement of ``range(W)`` among the n sampled rows.
+    With more rows than core directions, ``A_perp^T R = A_perp^T E_I`` is the visible part
+    of ``E_I = (G - Q_C Q_C^T G)[I]``, what the sampled columns cannot explain, and
+    estimates the noise ``||a_i^T E_I||`` that inverting a core direction ``a_i`` lets in;
+    0 when there is no complement (eps alone applies). Block power iteration (``n_iter``
+    steps on ``block`` vectors, ``4 n_iter block n M`` flops: a fraction of the core's own
+    ``n^2 M``) from a fixed start, so the core stays a function of the sample; it never
+    overestimates the norm.
+    """
+    if A_perp.shape[1] == 0:
+        return 0.0
+    X = np.random.default_rng(0).standard_normal((R.shape[1], min(block, A_perp.shape[1])))
+    X = X.astype(R.dtype)
+    nu = 0.0
+    for _ in range(n_iter):
+        Y = linalg.qr(A_perp.T @ (R @ X), mode="economic")[0]
+        X = R.T @ (A_perp @ Y)  # B^T Y: its norm is a lower bound on ||B||
+        nu = max(nu, float(linalg.norm(X, 2)))
+        X = linalg.qr(X, mode="economic")[0]
+    return nu
+
+
+def _paper_core(C, R, sel, rank, opts, shape, dtype):
+    """Eq. (10) of Tao et al. on the block's top triplets (see "Paper core")."""
+    N, M = shape
+    ridx, cidx = sel.row_indices, sel.col_indices
+    W = R[:, cidx]  # the block is part of R: no extra read
+    n, m = W.shape
+    if opts["orthogonalize"]:
+        bu, bs, bvt = linalg.svd(W, full_matrices=False)
+        kept = _floor(bs, max(n, m), dtype)
+        k = min(rank, kept)
+        E, F = C @ (bvt[:k].T / bs[:k]), R.T @ (bu[:, :k] / bs[:k])
+        U, s, V = _orth_rank_r(E, F, bs[:k])
+        U, s, V = U[:, :rank], s[:rank], V[:, :rank]
+        info = {"scale": float(np.sqrt((N * M) / (n * m))), "core_rank": int(k),
+                "block_singular_values": bs.astype(dtype)}
+        return U, s, V, kept, info
+    # Raw extension: the importance-weighted block D_r W D_c (uniform: sqrt(NM/(nm)) W).
+    dr = 1 / np.sqrt(_probabilities(sel, "row_prob", ridx.size, N))
+    dc = 1 / np.sqrt(_probabilities(sel, "col_prob", cidx.size, M))
+    Wt = (dr[:, None] * W * dc).astype(dtype)
+    bu, bs, bvt = linalg.svd(Wt, full_matrices=False)
+    kept = _floor(bs, max(n, m), dtype)
+    k = min(rank, kept)
+    E = (C * dc) @ (bvt[:k].T / bs[:k])
+    F = (R.T * dr) @ (bu[:, :k] / bs[:k])
+    block = linalg.svd(W, compute_uv=False)
+    info = {"scale": float(np.sqrt((N * M) / (n * m))), "core_rank": int(k),
+            "block_singular_values": block.astype(dtype)}
+    return _normalized(E), bs[:k], _normalized(F), kept, info
+
+
+def _probabilities(sel, key, size, total):
+    """Inclusion probabilities of the sample (uniform ``size / total`` when not reported)."""
+    prob = sel.info.get(key)
+    if prob is None:
+        return np.full(size, size / total)
+    return np.asarray(prob, dtype=np.float64)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 from scipy import linalg
 
+from ._estimate import GAP_RTOL, GAP_RTOL_FLOAT32, leave_one_out_error, sketch_error_estimate
 from ._result import SVDResult, finish
 from ._source import as_source
-from ._validation import NORMALIZERS, _check_choice, _check_int, check_args, check_random_state
+from ._validation import NORMALIZERS, check_args, check_choice, check_int, check_random_state
 
 __all__ = ["rsvd", "randomized_range_finder"]
 
@@ -53,7 +55,7 @@ def _finish_oriented(U, s, V, *, transposed, **finish_args):
     return finish(U, s, V, **finish_args, transposed=transposed)
 
 
-def permuted_lu_factor(Y):
+def permuted_lu_factor(Y, *, return_upper=False):
     """``P @ L`` of the partial-pivoting LU ``Y = P L U`` of a tall ``Y`` (n x k, n >= k).
 
     The same matrix as ``scipy.linalg.lu(Y, permute_l=True)[0]``, bit for bit, but built in
@@ -63,6 +65,7 @@ def permuted_lu_factor(Y):
     (``benchmarks/scripts/bench_pass_efficient.py``). Entries of L are at most 1 in
     magnitude and its pivot rows form a unit triangle, so the result is a
     well-conditioned basis of ``range(Y)``: cheaper than QR between power iterations.
+    With ``return_upper=True`` the triangular ``U`` is returned too (``P L = Y U^{-1}``).
     """
     k = Y.shape[1]
     getrf = linalg.get_lapack_funcs("getrf", (Y,))
@@ -70,6 +73,7 @@ def permuted_lu_factor(Y):
     if info < 0:  # pragma: no cover - only for an illegal argument to LAPACK
         raise ValueError(f"LAPACK getrf failed with info={info}")
     top = L[:k]
+    upper = np.triu(top) if return_upper else None
     top[np.triu_indices(k, 1)] = 0  # U lives in the upper triangle of the top k x k block
     top[np.diag_indices(k)] = 1
     # getrf swapped row i with row piv[i] for i = 0, 1, ...: P L undoes them in reverse.
@@ -77,25 +81,70 @@ def permuted_lu_factor(Y):
         j = piv[i]
         if j != i:
             L[[i, j]] = L[[j, i]]
-    return L
+    return (L, upper) if return_upper else L
 
 
-def _normalize(Y, normalizer):
+def _normalize(Y, normalizer, factors=None):
+    """``Y U^{-1}`` with orthonormal (QR) or unit-triangular (LU) columns; ``U`` is appended
+    to ``factors`` (for the leave-one-out estimate, which must undo the mixing)."""
     if normalizer == "LU":
-        return permuted_lu_factor(Y)
-    if normalizer == "QR":
-        return linalg.qr(Y, mode="economic", check_finite=False)[0]
-    return Y
+        Q, U = permuted_lu_factor(Y, return_upper=True)
+    elif normalizer == "QR":
+        Q, U = linalg.qr(Y, mode="economic", check_finite=False)
+    else:
+        return Y
+    if factors is not None:
+        factors.append(U)
+    return Q
 
 
-def _range_finder(source, size, n_iter, normalizer, rng, dtype):
-    """Orthonormal Q (N x size) with range(Q) ~ range(G): Algorithm 4.4 of Halko et al."""
+def _range_finder(source, size, n_iter, normalizer, rng, dtype, record=None):
+    """Orthonormal Q (N x size) with range(Q) ~ range(G): Algorithm 4.4 of Halko et al.
+
+    ``record`` (a dict) receives what the leave-one-out estimate needs, at no extra
+    product: ``"G_Omega"`` (the first product ``G Omega``), ``"Y"`` (the last product, whose
+    QR gives ``Q``) and ``"factors"`` (the triangular factors of the re-normalisations).
+    """
     Q = rng.standard_normal((source.shape[1], size), dtype=dtype)
+    factors = []
+    G_Omega = None
     for _ in range(n_iter):
-        Q = _normalize(np.asarray(source.matmat(Q), dtype=dtype), normalizer)
-        Q = _normalize(np.asarray(source.rmatmat(Q), dtype=dtype), normalizer)
+        Y = np.asarray(source.matmat(Q), dtype=dtype)
+        if G_Omega is None and record is not None:
+            G_Omega = Y  # never written to: the normalisers copy
+        Q = _normalize(Y, normalizer, factors)
+        Q = _normalize(np.asarray(source.rmatmat(Q), dtype=dtype), normalizer, factors)
     Y = np.asarray(source.matmat(Q), dtype=dtype)
+    if record is not None:
+        record.update(Y=Y, G_Omega=Y if G_Omega is None else G_Omega, factors=factors)
     return linalg.qr(Y, mode="economic", check_finite=False)[0]
+
+
+def _known_fro2(tracked):
+    """``||G||_F^2`` from the source's ``frobenius_norm()`` (exact, no pass), else None.
+
+    ``tracked`` is the counting wrapper of ``check_args``: the member is read from the
+    source it wraps (a cached number, or one the source's set-up pass measured).
+    """
+    member = getattr(getattr(tracked, "source", tracked), "frobenius_norm", None)
+    if not callable(member):
+        return None
+    value = member()
+    if value is None:
+        return None
+    value = float(value)
+    return value * value if np.isfinite(value) and value >= 0 else None
+
+
+def error_estimate_info(tracked, s, rank, dtype, *, loo, exact):
+    """``info`` keys of the solver's own error estimate (see :func:`rsvd`, Notes)."""
+    fro2 = _known_fro2(tracked)
+    rtol = GAP_RTOL_FLOAT32 if np.dtype(dtype) == np.float32 else GAP_RTOL
+    estimate, kind = sketch_error_estimate(s, rank, fro2=fro2, loo=loo, exact=exact, rtol=rtol)
+    info = {} if fro2 is None else {"fro2": fro2}
+    if kind is not None:
+        info.update(error_estimate=estimate, error_estimate_kind=kind)
+    return info
 
 
 def randomized_range_finder(
@@ -122,9 +171,9 @@ def randomized_range_finder(
         Orthonormal columns; float32 for float32 ``G``, float64 otherwise.
     """
     src = as_source(G)
-    size = _check_int("size", size, 1, src.shape[1], high_text=f"M = {src.shape[1]}")
-    n_iter = _check_int("n_iter", n_iter, 0)
-    norm = _check_choice("power_iteration_normalizer", power_iteration_normalizer, NORMALIZERS)
+    size = check_int("size", size, 1, src.shape[1], high_text=f"M = {src.shape[1]}")
+    n_iter = check_int("n_iter", n_iter, 0)
+    norm = check_choice("power_iteration_normalizer", power_iteration_normalizer, NORMALIZERS)
     if norm == "auto":
         norm = "none" if n_iter <= 2 else "LU"
     rng = check_random_state(random_state)
@@ -163,7 +212,10 @@ def rsvd(
     -------
     SVDResult
         ``info["effort"]`` is ``n_oversamples``; ``info`` also has ``n_iter``,
-        ``power_iteration_normalizer``, ``n_random`` (sketch width) and ``transposed``.
+        ``power_iteration_normalizer``, ``n_random`` (sketch width), ``transposed``, and
+        where it could be made ``error_estimate`` (the estimate of ``||G - U S V^T||_F``,
+        absolute) with ``error_estimate_kind`` (``"exact"``, ``"gap"`` or ``"loo"``), and
+        ``fro2`` (``||G||_F^2``) where the source knows it.
 
     Notes
     -----
@@ -172,6 +224,19 @@ def rsvd(
     through its transpose, so the sketch always lives in the smaller dimension. Float32
     input is computed and returned in float32. Agrees with
     :func:`sklearn.utils.extmath.randomized_svd` (same algorithm; random draws differ).
+
+    *Error estimate* (no extra product). With ``Q`` the basis and ``B = Q^T G`` (singular
+    values ``s``), ``||G - U S V^T||_F^2 = ||G||_F^2 - sum(s[:rank]^2)``: the Frobenius gap,
+    used where the source knows ``||G||_F`` (a ``frobenius_norm()`` member: the dense and
+    sparse adapters, the lazy kernel sources after their set-up pass) and the gap is
+    resolved (above ``1e-4 ||G||_F``, 3% in float32; kind ``"gap"``). Otherwise the
+    leave-one-out estimator of Epperly & Tropp (2023) on the sketch
+    (:func:`solvers.leave_one_out_error`, which undoes the re-normalisations of the power
+    iterations by triangular solves), extended from the ``n_random``-dimensional basis to
+    the rank-``rank`` answer by :func:`solvers.truncation_error` (kind ``"loo"``). A sketch
+    as wide as ``G`` is tall gives the exact truncation error (``"exact"``). ``U S V^T =
+    U U^T G`` unless ``transposed`` (then it is ``G V V^T``, and the estimate bounds
+    ``||G - U U^T G||_F`` from above).
 
     References
     ----------
@@ -194,19 +259,31 @@ def rsvd(
         G,
         rank,
         random_state,
+        _validate,
         n_oversamples=n_oversamples,
         n_iter=n_iter,
         power_iteration_normalizer=power_iteration_normalizer,
     )
     opts, rank, src, dtype = chk.options, chk.rank, chk.source, chk.dtype
     work, size, transposed = _orient(src, rank, opts["n_oversamples"])
+    sketch = {}
     Q = _range_finder(
-        work, size, opts["n_iter"], opts["power_iteration_normalizer"], chk.rng, dtype
+        work, size, opts["n_iter"], opts["power_iteration_normalizer"], chk.rng, dtype,
+        record=sketch,
     )
     B = np.asarray(work.rmatmat(Q), dtype=dtype).T
     Uh, s, Vt = linalg.svd(B, full_matrices=False, check_finite=False, lapack_driver="gesdd")
     U = Q @ Uh[:, :rank]
     V = Vt[:rank].T
+    # seconds include the estimate: it is part of what the method returns
+    estimate = error_estimate_info(
+        src, s, rank, dtype, exact=size == work.shape[0],
+        loo=lambda: leave_one_out_error(
+            sketch["Y"], sketch["G_Omega"], factors=sketch["factors"],
+            # un-normalised powers lose directions of G to rounding: no estimate then
+            rank_deficient="nan" if opts["power_iteration_normalizer"] == "none"
+            and opts["n_iter"] > 0 else "drop") if size >= 2 else math.nan,
+    )
     result: SVDResult = _finish_oriented(
         U,
         s[:rank],
@@ -220,5 +297,25 @@ def rsvd(
         power_iteration_normalizer=opts["power_iteration_normalizer"],
         n_random=size,
         transposed=transposed,
+        **estimate,
     )
     return result
+
+
+def _validate(opts, rank, shape):
+    """Options of :func:`rsvd` (called by ``check_args`` after the common checks)."""
+    opts["n_oversamples"] = check_int("n_oversamples", opts["n_oversamples"], 0)
+    n_iter = opts["n_iter"]
+    if isinstance(n_iter, str):
+        if n_iter != "auto":
+            raise ValueError(f"n_iter must be a non-negative integer or 'auto', got {n_iter!r}")
+        # scikit-learn's rule: more power iterations when the rank is a small fraction.
+        n_iter = 7 if rank < 0.1 * min(shape) else 4
+    opts["n_iter"] = check_int("n_iter", n_iter, 0)
+    norm = check_choice(
+        "power_iteration_normalizer", opts["power_iteration_normalizer"], NORMALIZERS
+    )
+    if norm == "auto":
+        norm = "none" if opts["n_iter"] <= 2 else "LU"
+    opts["power_iteration_normalizer"] = norm
+    return opts

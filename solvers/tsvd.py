@@ -21,11 +21,12 @@ import math
 import time
 
 import numpy as np
-from scipy.sparse.linalg import ArpackError, LinearOperator, svds
+from scipy import linalg
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, svds
 
 from ._result import SVDResult, finish
 from ._source import DenseSource, OperatorSource, SparseSource
-from ._validation import Tracked, check_args
+from ._validation import BACKENDS, Tracked, check_args, check_choice, check_int, check_real
 
 __all__ = ["tsvd"]
 
@@ -111,7 +112,41 @@ def _run_svds(op, rank, opts, rng):
     if opts["backend"] == "arpack":
         kwargs["ncv"] = opts["ncv"]
         kwargs["v0"] = rng.standard_normal(min(op.shape))
-    U, s, Vt = svds(op, solver=opts["backend"], **kwargs)
+    try:
+        U, s, Vt = svds(op, solver=opts["backend"], **kwargs)
+    except ArpackNoConvergence as exc:
+        raise _no_convergence(opts, exc) from exc
+    except np.linalg.LinAlgError as exc:
+        if opts["maxiter"] is None or "converge" not in str(exc):
+            raise
+        raise _no_convergence(opts, exc) from exc
+    return U, s, Vt.T
+
+
+def _no_convergence(opts, exc):
+    """The error for a solve that ran out of iterations, naming ``maxiter`` (and ``tol``)."""
+    cap = "its default cap" if opts["maxiter"] is None else f"maxiter={opts['maxiter']}"
+    return RuntimeError(
+        f"tsvd: backend={opts['backend']!r} did not converge to tol={opts['tol']} within "
+        f"{cap} iterations ({exc}); raise maxiter (None uses the backend's default), loosen "
+        "tol, or use method='block_krylov'/'rsvd'"
+    )
+
+
+def _full_rank(chk):
+    """All ``min(N, M)`` triplets: G formed by one product with the identity, then LAPACK.
+
+    A Krylov solver asked for the whole spectrum gains nothing over a dense SVD, and
+    PROPACK's Lanczos bidiagonalisation breaks down when G is rank-deficient (a centred
+    kernel is), so the full-rank case never goes to ``svds``.
+    """
+    src = chk.source
+    N, M = src.shape
+    if M <= N:
+        dense = np.asarray(src.matmat(np.eye(M, dtype=chk.dtype)), dtype=np.float64)
+    else:
+        dense = np.asarray(src.rmatmat(np.eye(N, dtype=chk.dtype)), dtype=np.float64).T
+    U, s, Vt = linalg.svd(dense, full_matrices=False, check_finite=False)
     return U, s, Vt.T
 
 
@@ -230,7 +265,8 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
     tol : float, default=0.0
         Convergence tolerance passed to ``svds`` (0 means machine precision).
     maxiter : int or None, default=None
-        Iteration cap passed to ``svds``.
+        Iteration cap passed to ``svds``. A solve that does not converge within it raises
+        ``RuntimeError`` naming ``maxiter`` (not ARPACK's own exception).
     ncv : int or None, default=None
         Lanczos basis size (ARPACK only), ``rank < ncv < min(N, M)``;
         None uses ARPACK's ``min(max(2 * rank + 1, 20), min(N, M))``.
@@ -240,8 +276,8 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
     SVDResult
         ``info["effort"]`` is the Lanczos basis size ``ncv`` for ARPACK and the number of
         products with ``G`` or ``G.T`` for the other backends; ``info["backend"]``,
-        ``info["tol"]``, ``info["ncv"]`` and ``info["exact_path"]`` (``"svds"`` or
-        ``"source"``) are added. On the source's exact path ``info["n_matvec"]``,
+        ``info["tol"]``, ``info["ncv"]`` and ``info["exact_path"]`` (``"svds"``,
+        ``"source"`` or ``"dense"``) are added. On the source's exact path ``info["n_matvec"]``,
         ``info["n_products"]`` and ``info["n_passes"]`` are the source's own counts (vectors
         multiplied and product calls on the operator it solved, which may be an exact
         compression of ``G``: each such call costs at most one product with ``G``), and
@@ -262,6 +298,11 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
     operator), as an object that unpacks as ``U, s, V`` (shapes checked) and may carry an
     ``info`` dict with ``n_matvec`` and ``n_passes``. Other backends always run ``svds``.
 
+    *Full rank.* ``rank = min(N, M)`` (allowed with ``backend="propack"``) asks for the
+    whole spectrum: G is formed by one product with the identity (``min(N, M)`` vectors,
+    one pass) and decomposed by LAPACK, ``info["exact_path"] = "dense"``. (PROPACK itself
+    breaks down there on a rank-deficient G, a centred kernel for one.)
+
     *Zero and tiny matrices.* A zero ``G`` gives ``s = 0`` and orthonormal ``U``, ``V``
     (every backend). Dense and sparse inputs whose largest entry is outside
     ``[2^-200, 2^200]`` are solved scaled by a power of two; for lazy sources, when ARPACK
@@ -279,7 +320,8 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
     """
     t0 = time.perf_counter()
     chk = check_args(
-        "tsvd", G, rank, random_state, backend=backend, tol=tol, maxiter=maxiter, ncv=ncv
+        "tsvd", G, rank, random_state, _validate, backend=backend, tol=tol, maxiter=maxiter,
+        ncv=ncv,
     )
     opts, rank = chk.options, chk.rank
     kmin = min(chk.source.shape)
@@ -299,7 +341,11 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
                            n_passes=float(n_products))
         return result
 
-    U, s, V, tracker, scale = _solve(chk, chk.rng)
+    if rank == kmin:  # only PROPACK is allowed here (see _validate)
+        (U, s, V), tracker, scale, path = _full_rank(chk), chk.source, 1.0, "dense"
+    else:
+        U, s, V, tracker, scale = _solve(chk, chk.rng)
+        path = "svds"
     effort = ncv_used if arpack else tracker.n_matvec
     return finish(
         U,
@@ -313,6 +359,27 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
         backend=opts["backend"],
         tol=opts["tol"],
         ncv=ncv_used,
-        exact_path="svds",
+        exact_path=path,
         scale=scale,
     )
+
+
+def _validate(opts, rank, shape):
+    """Options of :func:`tsvd` (called by ``check_args`` after the common checks)."""
+    kmax = min(shape)
+    opts["backend"] = backend = check_choice("backend", opts["backend"], BACKENDS)
+    opts["tol"] = check_real("tol", opts["tol"], 0.0)
+    if opts["maxiter"] is not None:
+        opts["maxiter"] = check_int("maxiter", opts["maxiter"], 1)
+    if backend != "propack" and rank >= kmax:
+        raise ValueError(
+            f"rank must be < min(N, M) = {kmax} for backend={backend!r} "
+            f"(got rank={rank}); use backend='propack' or a dense SVD"
+        )
+    if opts["ncv"] is not None:
+        if backend != "arpack":
+            raise ValueError(f"ncv applies only to backend='arpack', not {backend!r}")
+        opts["ncv"] = check_int(
+            "ncv", opts["ncv"], rank + 1, kmax - 1, high_text=f"min(N, M) - 1 = {kmax - 1}"
+        )
+    return opts

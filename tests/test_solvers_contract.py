@@ -397,6 +397,11 @@ class TestAsymNystrom(SolverContract):
             ({"col_indices": [0, 1, 2], "n_samples": 4}, ValueError, "n_samples"),
             ({"row_indices": [0, -1, 2]}, ValueError, "row_indices"),
             ({"row_indices": [0, 1, 2], "n_rows": 4}, ValueError, "n_rows"),
+            ({"core": "full"}, ValueError, "core"),
+            ({"core": "stable", "orthogonalize": False}, ValueError, "orthogonalize"),
+            ({"check_passes": -1}, ValueError, "check_passes"),
+            ({"check_passes": 1.5}, TypeError, "check_passes"),
+            ({"sampling": "rpcholesky", "col_indices": [0, 1, 2]}, ValueError, "rpcholesky"),
         ]
 
 
@@ -405,9 +410,9 @@ class TestSymNystromFullCore(TestSymNystrom):
         return {"n_samples": 3 * rank, "core": "full"}
 
 
-class TestAsymNystromFullCore(TestAsymNystrom):
+class TestAsymNystromPaperCore(TestAsymNystrom):
     def options(self, shape, rank):
-        return {"n_samples": 3 * rank, "core": "full"}
+        return {"n_samples": 3 * rank, "core": "paper"}
 
 
 class TestAsymNystromRaw(TestAsymNystrom):
