@@ -15,6 +15,7 @@ from .synthetic import (
     make_clustered_points,
     make_directed_graph,
     make_kernel_problem,
+    make_rare_clusters,
     measure_coherence,
 )
 from .tables import TABLE_ALIASES, TABLES, load_table
@@ -37,6 +38,7 @@ __all__ = [
     "make_clustered_points",
     "make_directed_graph",
     "make_kernel_problem",
+    "make_rare_clusters",
     "measure_coherence",
 ]
 

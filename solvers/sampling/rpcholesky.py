@@ -1,0 +1,392 @@
+"""Randomly pivoted Cholesky on the joint PSD kernel of two point sets: an SVD of G from no pass.
+
+When ``G = K_XZ`` is the off-diagonal block of a PSD kernel ``K`` on the stacked points
+``X ∪ Z`` (RBF, Student-t, linear), a partial Cholesky ``K ~ F F^T`` of ``K`` gives
+``G ~ F_X F_Z^T`` (``F_X`` the first N rows of F, ``F_Z`` the last M). Randomly pivoted
+Cholesky (RPCholesky) picks each pivot with probability proportional to the residual diagonal,
+so a cluster of points that no pivot has touched keeps all its residual mass and is found
+next: it does not miss rare, decoupled clusters the way uniform sampling or ACA do. It reads
+``k`` columns of ``K`` (``k (N + M)`` entries) plus the diagonal: no pass over ``G``.
+
+The joint-kernel protocol
+-------------------------
+``rpcholesky_svd`` needs a source member ``joint_psd()`` returning an object with
+
+=======================  ==============================================================
+``n_x``, ``n_z``         N and M: the stacked points are ``x_0..x_{N-1}, z_0..z_{M-1}``
+``diag()``               the diagonal of K, shape ``(N + M,)``
+``columns(idx)``         ``K[:, idx]``, shape ``(N + M, len(idx))``, ``idx`` into the
+                         stacked points
+``block(ridx, cidx)``    ``K[ridx][:, cidx]`` (small blocks for the rejection step)
+``normalise``            bool: G's rows are normalised, ``G = D^-1 K_XZ`` with
+                         ``D = diag(K_XZ 1)`` (SNE, t); False: ``G = K_XZ``
+``center``               bool: G is double-centred, ``H_N G H_M`` (applied after the
+                         normalisation)
+=======================  ==============================================================
+
+Values are float64. ``ksvd_bench.kernels.KernelSource.joint_psd`` implements it for the lazy
+point sources (see ``ksvd_bench.kernels.joint``).
+
+References
+----------
+Y. Chen, E. N. Epperly, J. A. Tropp, R. J. Webber. Randomly pivoted Cholesky: practical
+approximation of a kernel matrix with few entry evaluations. CPAM, 2024 (arXiv 2207.06503).
+
+T. Fukaya, R. Kannan, Y. Nakatsukasa, Y. Yamamoto, Y. Yanagisawa. Shifted Cholesky QR for
+computing the QR factorization of ill-conditioned matrices. SISC 42(1), 2020.
+
+E. N. Epperly, J. A. Tropp, R. J. Webber. Embrace rejection: kernel matrix approximation by
+accelerated randomly pivoted Cholesky. arXiv 2410.03969, 2024 (the block rejection form used
+here).
+
+R. Bhatia, F. Kittaneh. Norm inequalities for partitioned operators and an application.
+Math. Ann. 287:719-726, 1990 (the off-diagonal block of a PSD matrix).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import linalg
+
+__all__ = ["rpcholesky_svd", "rpcholesky"]
+
+_MEMBERS = ("n_x", "n_z", "diag", "columns", "block", "normalise", "center")
+
+#: smallest proposal block of the accelerated (rejection) form
+_MIN_BLOCK = 8
+#: a residual diagonal entry below this fraction of the initial trace is treated as zero
+_TINY = 64 * np.finfo(np.float64).eps
+#: consecutive blocks with no accepted proposal before the factorisation stops
+_MAX_STALLS = 20
+
+
+def _joint_kernel(src):
+    """``src.joint_psd()`` (through a counting wrapper's ``source`` too), checked."""
+    for obj in (src, getattr(src, "source", None)):
+        if obj is not None and hasattr(obj, "joint_psd"):
+            jp = obj.joint_psd()
+            missing = [m for m in _MEMBERS if not hasattr(jp, m)]
+            if missing:
+                raise TypeError(f"joint_psd() returned an object without {', '.join(missing)}")
+            n, m = int(jp.n_x), int(jp.n_z)
+            shape = tuple(int(v) for v in src.shape)
+            if (n, m) != shape:
+                raise ValueError(f"joint_psd() describes a {n} x {m} G, the source is {shape}")
+            return jp
+    raise ValueError(
+        'sampling="rpcholesky" needs a lazy point source whose kernel is a block (or a '
+        "diagonal scaling of a block) of a PSD kernel on the joint point set, i.e. a source "
+        "with a joint_psd() member such as ksvd_bench's KernelSource.from_points(X, Z, "
+        f"'rbf' | 'sne' | 't' | 'linear'); got {type(getattr(src, 'source', src)).__name__}"
+    )
+
+
+def _rejection_cholesky(H, u, rng, floor):
+    """Accept a subset of the proposals, each with probability (its Schur residual) / ``u``.
+
+    ``H`` (b x b, overwritten) is the residual kernel on the proposals, ``u`` their residual
+    diagonal when proposed. Proposal ``j`` is accepted with probability
+    ``H_jj / u_j`` after eliminating the accepted ones before it (Epperly, Tropp & Webber,
+    Alg. 2.1): the accepted set is distributed as sequential RPCholesky pivots.
+    """
+    b = H.shape[0]
+    accepted = []
+    draws = rng.random(b)
+    for j in range(b):
+        h = H[j, j]
+        if h > floor and draws[j] * u[j] < h:
+            accepted.append(j)
+            col = H[j + 1:, j] / math.sqrt(h)
+            H[j + 1:, j + 1:] -= np.outer(col, col)
+    return np.asarray(accepted, dtype=np.intp)
+
+
+def rpcholesky(jp, n_pivots, *, rng, weights=None, weights_from=None, diag=None):
+    """Accelerated block RPCholesky of the joint kernel: ``K ~ F^T F`` (F is k x (N + M)).
+
+    Parameters
+    ----------
+    jp : joint-kernel object (module docstring)
+    n_pivots : int
+        Number of pivots k (fewer when the residual vanishes first: exact low rank).
+    rng : numpy.random.Generator
+    weights : callable or None
+        ``weights(F, t)`` -> nonnegative weights (N + M,) multiplying the residual diagonal
+        in the pivot distribution, called once ``t >= weights_from`` pivots are chosen
+        (and after each later block). None: plain RPCholesky.
+    weights_from : int, optional
+        Number of plain pivots before ``weights`` applies.
+    diag : ndarray of shape (N + M,), optional
+        ``jp.diag()`` when the caller has read it already (it is counted here either way).
+
+    Returns
+    -------
+    F : ndarray of shape (t, N + M)
+    pivots : ndarray of int64, shape (t,)
+    resid : ndarray of shape (N + M,), the residual diagonal ``diag(K - F^T F)`` (>= 0)
+    entries : int, entries of K evaluated (diagonal, proposal blocks, columns)
+    """
+    n = int(jp.n_x) + int(jp.n_z)
+    d = np.array(jp.diag() if diag is None else diag, dtype=np.float64)
+    if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d < 0):
+        raise ValueError("joint_psd().diag() must be finite, >= 0 and of length N + M")
+    entries = n
+    floor = _TINY * max(float(d.max(initial=0.0)), np.finfo(np.float64).tiny)
+    F = np.zeros((n_pivots, n))
+    pivots = np.zeros(n_pivots, dtype=np.int64)
+    t = 0
+    w = None
+    stalls = 0
+    block = max(_MIN_BLOCK, -(-n_pivots // 10))
+    while t < n_pivots:
+        if weights is not None and t >= (weights_from or 0):
+            w = weights(F[:t], t)
+        score = d if w is None else d * w
+        total = float(score.sum())
+        if not total > floor * (1 if w is None else float(w.max(initial=1.0))):
+            break  # the residual vanished: K (or its weighted form) has rank t
+        b = min(block, 2 * (n_pivots - t) + _MIN_BLOCK)
+        prop = rng.choice(n, size=b, replace=True, p=score / total)
+        H = np.array(jp.block(prop, prop), dtype=np.float64)
+        entries += b * b
+        H -= F[:t, prop].T @ F[:t, prop]
+        acc = _rejection_cholesky(H.copy(), d[prop], rng, floor)
+        if acc.size == 0:
+            stalls += 1
+            if stalls >= _MAX_STALLS:
+                break  # every proposal is at the rounding floor: numerically rank t
+            continue
+        stalls = 0
+        # proposals follow w * (residual at the block's start) and proposal j is kept with
+        # probability (its current residual) / (that residual): the weights cancel, so the
+        # kept pivots follow w * (current residual), as if drawn one at a time
+        acc = acc[: n_pivots - t]
+        S = prop[acc]
+        C = np.array(jp.columns(S), dtype=np.float64).T  # s x n
+        entries += C.size
+        C -= F[:t, S].T @ F[:t]
+        Hs = C[:, S]
+        Hs = (Hs + Hs.T) / 2
+        try:
+            L = np.linalg.cholesky(Hs)
+        except np.linalg.LinAlgError:
+            L = np.linalg.cholesky(Hs + floor * np.eye(S.size))
+        Fn = linalg.solve_triangular(L, C, lower=True, check_finite=False)
+        s = S.size
+        F[t:t + s] = Fn
+        pivots[t:t + s] = S
+        t += s
+        d -= np.einsum("ij,ij->j", Fn, Fn)
+        np.maximum(d, 0, out=d)
+        d[S] = 0  # pivots are interpolated exactly
+        # the next block: proposals grow when most are accepted, shrink when most are not
+        block = max(_MIN_BLOCK, min(2 * block, -(-3 * s // 2) + _MIN_BLOCK))
+    return F[:t], pivots[:t], d, entries
+
+
+def _row_sums(F, n_x):
+    """``F_X (F_Z^T 1)``: the row sums of the approximation of ``K_XZ``."""
+    return F[:, :n_x].T @ F[:, n_x:].sum(axis=1)
+
+
+def _normaliser(F, n_x):
+    """Row normalisers ``D~ = F_X (F_Z^T 1)`` (the row sums of the approximation), kept > 0.
+
+    They miss ``E_XZ 1`` (E the residual), bounded by ``sqrt(E_ii) sum_j sqrt(E_jj)``;
+    values are floored at a tiny fraction of the largest, so that a row whose estimate
+    cancels to zero or below cannot blow up.
+    """
+    D = _row_sums(F, n_x)
+    top = float(np.max(np.abs(D), initial=0.0))
+    return np.maximum(D, max(top * 1e-12, np.finfo(np.float64).tiny))
+
+
+def _cholesky_qr(A):
+    """``A = Q R`` by CholeskyQR2, shifted where needed (Fukaya et al. 2020).
+
+    Gram products and triangular solves only, all BLAS-3: on a tall ``A`` (1e5 x 100) a
+    Householder QR is 10-50x slower, memory bound. Passes repeat until one starts from a
+    ``Q`` orthonormal to 1e-5 (then it ends orthonormal to working precision): two passes
+    for ``cond(A) < 1e5`` or so, at most four. A first Cholesky that fails (``cond(A)``
+    beyond ``1 / sqrt(eps)``) is retried with the shift of shifted CholeskyQR3; a rank
+    deficiency beyond that falls back to Householder.
+    """
+    n, k = A.shape
+    eps = np.finfo(np.float64).eps
+    R = np.eye(k)
+    Q = A
+    for i in range(4):
+        Gm = Q.T @ Q
+        Gm = (Gm + Gm.T) / 2
+        off = float(np.max(np.abs(Gm - np.eye(k)), initial=0.0))
+        try:
+            Ri = linalg.cholesky(Gm, lower=False, check_finite=False)
+        except linalg.LinAlgError:
+            Ri = None
+            if i == 0:
+                Gm[np.diag_indices(k)] += 11 * (n * k + k * (k + 1)) * eps * np.trace(Gm)
+                try:
+                    Ri = linalg.cholesky(Gm, lower=False, check_finite=False)
+                except linalg.LinAlgError:
+                    Ri = None
+            if Ri is None:
+                Q, Ri = linalg.qr(Q, mode="economic", check_finite=False)
+                return Q, Ri @ R
+        Q = linalg.solve_triangular(Ri, Q.T, trans="T", lower=False, check_finite=False).T
+        R = Ri @ R
+        if off < 1e-5:
+            break
+    return Q, R
+
+
+def _orth_svd(A, B, rank, rng):
+    """Top ``rank`` SVD of ``A B^T`` (A: N x k, B: M x k) by two QRs and a k x k SVD."""
+    Qa, Ra = _cholesky_qr(A)
+    Qb, Rb = _cholesky_qr(B)
+    a, s, bt = linalg.svd(Ra @ Rb.T, check_finite=False)
+    U, V = Qa @ a, Qb @ bt.T
+    k = s.size
+    if k < rank:  # fewer pivots than asked: K had lower rank; pad with zero triplets
+        U = _pad(U, rank, rng)
+        V = _pad(V, rank, rng)
+        s = np.concatenate([s, np.zeros(rank - k)])
+    return U[:, :rank], s[:rank], V[:, :rank]
+
+
+def _pad(E, rank, rng):
+    X = rng.standard_normal((E.shape[0], rank - E.shape[1]))
+    for _ in range(2):
+        X -= E @ (E.T @ X)
+        X = np.linalg.qr(X)[0]
+    return np.hstack([E, X])
+
+
+def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled"):
+    """Top ``rank`` SVD of ``G`` from an RPCholesky factorisation of its joint PSD kernel.
+
+    Parameters
+    ----------
+    src : matrix source with ``joint_psd()`` (module docstring), or a counting wrapper of one
+        (its ``source`` attribute is then used).
+    rank : int
+        Number of triplets, ``1 <= rank <= n_pivots``.
+    n_pivots : int
+        Pivots k of the joint kernel (the effort), ``rank <= k <= N + M``.
+    rng : numpy.random.Generator
+        Seeds the pivots; the same generator state gives the same answer.
+    dtype : {float64, float32}, default=float64
+        dtype of ``U``, ``s``, ``V`` (the factorisation runs in float64).
+    pivots : {"scaled", "plain"}, default="scaled"
+        For normalised rows: after half the pivots, draw from the residual of the scaled
+        kernel whose block is G ("scaled", Notes), or always from K's ("plain", the
+        textbook RPCholesky; kept for comparison). Other kernels: no difference.
+
+    Returns
+    -------
+    U : ndarray (N, rank)
+    s : ndarray (rank,), descending
+    V : ndarray (M, rank)
+    info : dict
+        ``entries_read`` (int, entries of the joint kernel evaluated: diagonal, rejection
+        blocks and pivot columns, about ``(k + 1)(N + M)``), ``n_passes``
+        (``entries_read / (N M)``: no product with G is made), ``n_pivots`` (pivots
+        used), ``pivots_x``/``pivots_z`` (pivot indices into X and into Z),
+        ``trace_bound`` (a bound on ``||G~ - A B^T||_*``: see Notes), ``trace_residual``
+        (``tr(E)``, E the joint residual), ``normalise``, ``center``.
+
+    Raises
+    ------
+    ValueError
+        The source has no ``joint_psd()`` (message names ``sampling="rpcholesky"``), or
+        ``rank``/``n_pivots`` out of range.
+
+    Notes
+    -----
+    *The bound.* With ``F = [F_X; F_Z]`` ((N + M) x k), ``E = K - F F^T`` is PSD, and for
+    a PSD block matrix ``E_XZ = E_XX^{1/2} C E_ZZ^{1/2}`` with ``||C||_2 <= 1``, so
+    ``||E_XZ||_* <= sqrt(tr E_XX tr E_ZZ) <= tr(E) / 2`` (Bhatia & Kittaneh 1990).
+    ``trace_bound`` is ``sqrt(tr(W E_XX W) tr(E_ZZ))`` with ``W = D^-1`` for normalised rows
+    (1 otherwise): a bound on ``||D^-1 (K_XZ - F_X F_Z^T)||_*``. Centring cannot raise it
+    (``H`` is a contraction). With normalised rows it does not include the error of the
+    normalisers themselves (``D`` is estimated, below).
+
+    *Normalised rows (SNE, t).* ``G = D^-1 K_XZ`` with ``D`` the exact row sums over all of
+    Z, which no pass measured. They are estimated from the factors, ``D~ = F_X (F_Z^T 1)``.
+    Two things need care (issue 15 saw a plain version stall at a subspace error of 0.022 on
+    rare clusters; ``ksvd-bench sampling`` runs ``pivots="plain"`` beside, for comparison):
+
+    1. the pivots. ``G``'s rows are ``K_XZ``'s divided by ``D``: a rare cluster of x (few z
+       nearby, small ``D``) is magnified. Plain RPCholesky samples by the residual of K,
+       not of ``D^-1 K D^-1``, and so under-resolves exactly those rows. After a first half
+       of plain pivots (which give ``D~``), pivots are drawn from the residual of the
+       scaled kernel ``S K S``, ``S = diag(a D~^-1, b I)`` with ``a, b`` balancing the two
+       traces: its off-diagonal block is ``a b D^-1 K_XZ``, i.e. G itself, so this is
+       RPCholesky on the PSD kernel whose block G is.
+    2. the normalisers. The rows of ``F_X F_Z^T`` sum to ``D~`` exactly, so dividing by
+       ``D~`` (not by any other estimate of D) keeps the rows of the approximation summing
+       to one as G's do.
+
+    *Centring* ``H G H`` is applied to the factors: ``A = H D~^-1 F_X``, ``B = H F_Z``
+    (subtracting column means), exact algebra on ``A B^T``.
+    """
+    jp = _joint_kernel(src)
+    n_x, n_z = int(jp.n_x), int(jp.n_z)
+    n = n_x + n_z
+    for name, value, low, high in (("rank", rank, 1, min(n_x, n_z)),
+                                   ("n_pivots", n_pivots, 1, n)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if not low <= value <= high:
+            raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    if n_pivots < rank:
+        raise ValueError(f"n_pivots must be >= rank={rank}, got {n_pivots}")
+    normalise, center = bool(jp.normalise), bool(jp.center)
+    if pivots not in ("scaled", "plain"):
+        raise ValueError(f"pivots must be 'scaled' or 'plain', got {pivots!r}")
+    weights = None
+    d0 = np.array(jp.diag(), dtype=np.float64)
+    if normalise and pivots == "scaled":
+
+        def weights(F, t):
+            D = _normaliser(F, n_x)
+            w = np.empty(n)
+            w[:n_x] = 1.0 / D**2
+            w[n_x:] = 1.0
+            # balance the traces of the two diagonal blocks of S K S
+            tx = float(np.dot(w[:n_x], d0[:n_x]))
+            tz = float(d0[n_x:].sum())
+            w[:n_x] *= tz / tx if tx > 0 else 1.0
+            return w
+
+    F, piv, resid, entries = rpcholesky(jp, int(n_pivots), rng=rng, weights=weights,
+                                        weights_from=int(n_pivots) // 2, diag=d0)
+    k = F.shape[0]
+    A = F[:, :n_x].T.copy()
+    B = F[:, n_x:].T.copy()
+    wx = np.ones(n_x)
+    if normalise:
+        D = _normaliser(F, n_x)
+        wx = 1.0 / D
+        A *= wx[:, None]
+    if center:
+        A -= A.mean(axis=0)
+        B -= B.mean(axis=0)
+    U, s, V = _orth_svd(A, B, rank, rng)
+    tr_x = float(np.dot(wx**2, resid[:n_x]))
+    tr_z = float(resid[n_x:].sum())
+    info = {
+        "entries_read": int(entries),
+        "n_passes": float(entries) / (n_x * n_z),
+        "n_pivots": int(k),
+        "pivots_x": np.sort(piv[piv < n_x]).astype(np.int64),
+        "pivots_z": np.sort(piv[piv >= n_x] - n_x).astype(np.int64),
+        "trace_bound": float(np.sqrt(tr_x * tr_z)),
+        "trace_residual": float(resid.sum()),
+        "normalise": normalise,
+        "center": center,
+    }
+    dtype = np.dtype(dtype)
+    return U.astype(dtype), s.astype(dtype), V.astype(dtype), info
+
