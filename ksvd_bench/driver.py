@@ -4,8 +4,12 @@ A benchmark that times solvers at fixed parameters compares answers of different
 driver instead fixes the quality: it grows each method's effort parameter along a schedule
 (:func:`effort_schedule`) until an accuracy measure against a reference SVD is at most ``eps``
 (``metric``: the paper's eta, the gap-robust low-rank error or the subspace error; without a
-reference, the residual estimate of eta of :func:`ksvd_bench.metrics.residual_estimate`), and
-reports the time at that effort. References come from :func:`reference_svd`, cached on disk.
+reference, ``stop="estimate"``: a reference-free estimate of the relative low-rank error), and
+reports the time at that effort. An answer counts only as a whole: its singular values and the
+pairing of ``U``, ``s`` and ``V`` are checked too, and an answer the solver marked unreliable
+never converges (:func:`solve_to_tolerance`, Notes). References come from
+:func:`reference_svd`, cached on disk; the scoring of one answer is in
+:mod:`ksvd_bench._scoring`.
 """
 
 from __future__ import annotations
@@ -23,21 +27,23 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+import solvers
+from ksvd_bench._scoring import Scorer, exact_fro2, recording_warnings, reemit, warning_fields
 from ksvd_bench.metrics import (
     CLUSTER_RTOL,
-    LOWRANK_PASS_MAX_ENTRIES,
     WEIGHTS,
     _check_cluster_rtol,
-    eta,
-    frobenius_norm,
-    lowrank_error,
-    residual_estimate,
     residuals,
-    subspace_error,
 )
-from solvers._result import SVDResult, fix_signs
-from solvers._source import as_source, source_to_dense
-from solvers._validation import check_random_state
+from solvers import (
+    N_PROBES,
+    PROBE_SAFETY,
+    SVDResult,
+    as_source,
+    check_random_state,
+    fix_signs,
+    source_to_dense,
+)
 
 __all__ = [
     "DENSE_REFERENCE_MAX_ENTRIES",
@@ -52,7 +58,9 @@ __all__ = [
 
 #: Largest ``N * M`` for which :func:`reference_svd` uses a dense LAPACK SVD (320 MB in float64).
 DENSE_REFERENCE_MAX_ENTRIES = 40_000_000
-STOPS = ("reference", "residual")
+#: Stopping rules of :func:`solve_to_tolerance`: the measure against a reference, the
+#: reference-free estimate of the low-rank error, the residual estimate of eta.
+STOPS = ("reference", "estimate", "residual")
 #: Accuracy measures the driver can stop on (see :mod:`ksvd_bench.metrics`).
 METRICS = ("eta", "lowrank", "subspace")
 _NYSTROM = ("sym_nystrom", "asym_nystrom")
@@ -68,16 +76,12 @@ _EFFORT_OPTION = {
 _BLOCK_KRYLOV_OVERSAMPLES = 10
 # Bumped whenever the way references are computed changes, so stale cache files are not reused.
 _CACHE_VERSION = 1
+# Mixed into an effort's seed for its probes, so they are independent of the solver's draws.
+_PROBE_SEED_SALT = 0x5EED_9A0BE
 # Largest residual (relative to s_1) of a cached reference that is taken to belong to G: far
 # above the rounding of an exact SVD of a matrix that differs in the last bits (1e-15), far
 # below what any other matrix gives.
 _CACHE_MATCH_RTOL = 1e-6
-
-
-def _methods():
-    import solvers
-
-    return tuple(solvers.METHODS)
 
 
 def _check_rank(rank, shape):
@@ -319,8 +323,6 @@ def _structured_triplets(G, k):
 
 
 def _arpack_triplets(G, k):
-    import solvers
-
     out = solvers.svd(G, k, method="tsvd", tol=0.0, random_state=0)
     return (np.array(out.U, dtype=np.float64), np.array(out.s, dtype=np.float64),
             np.array(out.V, dtype=np.float64))
@@ -454,8 +456,6 @@ def _block_krylov_oversamples(n_oversamples):
         return int(n_oversamples)
     import inspect
 
-    import solvers
-
     fn = getattr(solvers, "block_krylov", None)
     try:
         default = inspect.signature(fn).parameters["n_oversamples"].default
@@ -529,7 +529,7 @@ def effort_schedule(method, rank, shape, *, max_effort=None, start=None, growth=
         On an unknown method, a cap below the smallest admissible effort (``rank`` for
         Nyström, 0 otherwise), ``growth <= 1`` or a negative ``start``.
     """
-    methods = _methods()
+    methods = tuple(solvers.METHODS)
     if method not in methods:
         raise ValueError(f"method must be one of {methods}, got {method!r}")
     if len(shape) != 2:
@@ -578,18 +578,27 @@ class ToleranceResult:
     seconds : float
         Median wall time over ``repeats`` runs at that effort (JIT warm-up excluded).
     converged : bool
-        Whether the stopping quantity reached ``eps``. When False, the answer is the best
-        one seen (lowest ``metric``, or lowest residual estimate without a reference).
+        Whether the answer was accepted: its stopping quantity is at most ``eps``, its
+        ``sv_error`` at most ``sv_tol``, its ``triplet_residual`` at most ``triplet_tol``,
+        and it is ``reliable``. When False, the answer is the best one seen (lowest
+        ``metric``, or lowest reference-free estimate without a reference).
     result : SVDResult
         The answer.
     history : list of dict
         One entry per effort tried: ``effort``, ``eta``, ``lowrank``, ``subspace``,
-        ``value`` (of ``metric``), ``residual_estimate``, ``seconds``, ``converged``,
-        ``n_matvec``, ``n_block_entries``, ``n_passes``. A measure not computed is NaN.
+        ``value`` (of ``metric``), ``residual_estimate``, ``sv_error``,
+        ``triplet_residual``, ``error_estimate``, ``relative_error_estimate``,
+        ``estimate_kind`` (``"gap"``, ``"fused_gap"``, ``"fused_exact"``, ``"fused_loo"``
+        or ``"probes"``: see :func:`solve_to_tolerance`), ``solver_error_estimate`` (the
+        solver's own ``info["error_estimate"]``), ``stop_value`` (what
+        ``stop`` compares with ``eps``: ``value``, the estimate times its safety factor, or
+        ``residual_estimate``), ``n_warnings``,
+        ``warnings``, ``reliable``, ``seconds``, ``converged``, ``n_matvec``,
+        ``n_block_entries``, ``n_passes``. A measure not computed is NaN.
     residual_estimate : float
         Residual estimate of eta for the returned answer (NaN if not computed).
     eps, stop, weights, metric :
-        The request.
+        The request (``stop`` resolved: ``"reference"``, ``"estimate"`` or ``"residual"``).
     all_seconds : list of float
         The ``repeats`` timings behind ``seconds``.
     stopped_by : {"converged", "cap", "time_limit"}
@@ -602,6 +611,25 @@ class ToleranceResult:
     subspace : float
         The larger of the two :func:`~ksvd_bench.metrics.subspace_error` sines (NaN unless
         ``metric="subspace"`` or ``"subspace"`` in ``track``).
+    sv_error : float
+        :func:`~ksvd_bench.metrics.sv_error` of the answer, ``max_i |s~_i - s_i| / s_1``
+        against the reference (NaN without one).
+    triplet_residual : float
+        :func:`~ksvd_bench.metrics.triplet_residual` of the answer,
+        ``max(||G V~ - U~ S~||_F, ||G^T U~ - V~ S~||_F) / ||G_r||_F`` (``||G_r||_F`` from the
+        reference's values; without one from the answer's).
+    n_warnings : int
+        Warnings the solver raised while computing the returned answer.
+    warnings : list of str
+        Their messages, deduplicated.
+    reliable : bool
+        ``result.info["reliable"]`` (True where the solver does not set it).
+    error_estimate : float
+        Reference-free estimate of ``||G - U~ U~^T G||_F`` (absolute; see
+        :func:`solve_to_tolerance`, Notes).
+    relative_error_estimate : float
+        ``error_estimate / ||G||_F`` (what ``stop="estimate"`` compares, times its safety
+        factor where the estimate is randomized: leave-one-out or probes).
     """
 
     method: str
@@ -621,12 +649,27 @@ class ToleranceResult:
     value: float = float("nan")
     lowrank: float = float("nan")
     subspace: float = float("nan")
+    sv_error: float = float("nan")
+    triplet_residual: float = float("nan")
+    n_warnings: int = 0
+    warnings: list = field(default_factory=list)
+    reliable: bool = True
+    error_estimate: float = float("nan")
+    relative_error_estimate: float = float("nan")
 
     def __repr__(self):
-        return (f"ToleranceResult(method={self.method!r}, {self.metric}={self.value:.3g}, "
-                f"eta={self.eta:.3g}, eps={self.eps:g}, converged={self.converged}, "
+        # eta is shown once: as the metric, or beside it when another metric is used
+        shown = [f"{self.metric}={self.value:.3g}"]
+        if self.metric != "eta":
+            shown.append(f"eta={self.eta:.3g}")
+        if self.stop == "estimate":
+            shown.append(f"relative_error_estimate={self.relative_error_estimate:.3g}")
+        shown += [f"sv_error={self.sv_error:.3g}", f"triplet_residual={self.triplet_residual:.3g}"]
+        return (f"ToleranceResult(method={self.method!r}, {', '.join(shown)}, "
+                f"eps={self.eps:g}, stop={self.stop!r}, converged={self.converged}, "
                 f"effort={self.effort}, seconds={self.seconds:.3g}, "
-                f"stopped_by={self.stopped_by!r})")
+                f"stopped_by={self.stopped_by!r}, n_warnings={self.n_warnings}, "
+                f"reliable={self.reliable})")
 
 
 def _check_schedule(schedule, method, rank, max_effort):
@@ -673,10 +716,29 @@ def _check_time_limit(time_limit):
         raise ValueError(f"time_limit must be a finite number > 0 or None, got {time_limit!r}")
 
 
+def _check_tol(value, name):
+    """An optional tolerance: None or a finite number > 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number or None, got {type(value).__name__}")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0 or None, got {value!r}")
+    return float(value)
+
+
+def _resolve_stop(stop, metric, reference, cache_dir):
+    """``(stop, metric)`` with the defaults filled in (see :func:`solve_to_tolerance`)."""
+    if stop is None:
+        wants_reference = reference is not None or cache_dir is not None or metric is not None
+        stop = "reference" if wants_reference else "estimate"
+    return stop, "eta" if metric is None else metric
+
+
 def _check_request(method, weights, stop, metric, track, eps, repeats, time_limit, max_effort,
                    random_state):
     """Validate the scalar arguments of :func:`solve_to_tolerance`; return ``track`` as a set."""
-    _check_choice("method", method, _methods())
+    _check_choice("method", method, tuple(solvers.METHODS))
     _check_choice("weights", weights, WEIGHTS)
     _check_choice("stop", stop, STOPS)
     _check_choice("metric", metric, METRICS)
@@ -734,94 +796,50 @@ def _prepare_reference(G, src, rank, reference, needed, cache_dir, cache_key, cl
                      V=np.asarray(reference.V), info=dict(getattr(reference, "info", {})))
 
 
-@dataclass
-class _Scorer:
-    """Every accuracy measure of one answer, as the driver records it."""
-
-    src: object
-    res_src: object
-    reference: SVDResult | None
-    rank: int
-    weights: str
-    metric: str
-    stop: str
-    track: set
-    track_residual: bool
-    cluster_rtol: float | None
-    norm_fro: float | None = None
-
-    def __post_init__(self):
-        N, M = self.src.shape
-        self.lowrank_method = "pass" if N * M <= LOWRANK_PASS_MAX_ENTRIES else "products"
-
-    def _lowrank(self, out):
-        if self.lowrank_method == "pass":
-            return lowrank_error(self.src, self.reference, out, rank=self.rank, method="pass")
-        if self.norm_fro is None:  # once per sweep: the products route needs ||G||_F
-            self.norm_fro = frobenius_norm(self.res_src)
-        return lowrank_error(self.res_src, self.reference, out, rank=self.rank,
-                             method="products", norm_fro=self.norm_fro)
-
-    def __call__(self, out):
-        """``(measures, stopping value, ranking score)`` of one answer."""
-        nan = float("nan")
-        m = {"eta": nan, "lowrank": nan, "subspace": nan, "residual_estimate": nan}
-        ref = self.reference
-        if ref is not None:
-            m["eta"] = eta(ref, out, weights=self.weights, rank=self.rank,
-                           cluster_rtol=self.cluster_rtol)
-            if "lowrank" in self.track:
-                m["lowrank"] = self._lowrank(out)
-            if "subspace" in self.track:
-                m["subspace"] = max(subspace_error(ref, out, rank=self.rank,
-                                                   cluster_rtol=self.cluster_rtol))
-        if self.track_residual:
-            m["residual_estimate"] = residual_estimate(self.res_src, out, weights=self.weights,
-                                                       cluster_rtol=self.cluster_rtol)
-        m["value"] = m[self.metric]
-        stopping = m["value"] if self.stop == "reference" else m["residual_estimate"]
-        ranking = m["value"] if ref is not None else m["residual_estimate"]
-        return m, stopping, ranking
-
-
 def _runner(src, rank, method, options, effort_key):
-    """``run(effort, seed) -> (answer, seconds)``: one timed solve."""
-    import solvers
+    """``run(effort, seed) -> (answer, seconds, caught warnings)``: one timed solve."""
 
     def run(effort, seed):
         kw = dict(options)
         if effort_key is not None:
             kw[effort_key] = int(effort)
-        t0 = time.perf_counter()
-        out = solvers.svd(src, rank, method=method, random_state=int(seed), **kw)
-        return out, time.perf_counter() - t0
+        # Recorded, not shown here: they become data of the answer and are re-issued once
+        # after the sweep (the recording stays outside the timed call).
+        with recording_warnings() as caught:
+            t0 = time.perf_counter()
+            out = solvers.svd(src, rank, method=method, random_state=int(seed), **kw)
+            secs = time.perf_counter() - t0
+        return out, secs, list(caught)
 
     return run
 
 
-def _sweep(run, efforts, seeds, score, eps, time_limit):
-    """Try the efforts in order until one meets ``eps``, the schedule ends or time runs out.
+def _sweep(run, efforts, seeds, score, time_limit, caught_all):
+    """Try the efforts in order until an answer is accepted, the schedule ends or time runs out.
 
     Returns ``(history, (index, answer, seconds), converged, stopped_by)``; without
-    convergence the answer is the best one seen.
+    convergence the answer is the best one seen. Every recorded warning is appended to
+    ``caught_all``.
     """
     history = []
     best = None  # (ranking score, index, answer, seconds)
     t_start = time.perf_counter()
     for idx, effort in enumerate(efforts):
-        out, secs = run(effort, seeds[idx])
-        measures, stopping, ranking = score(out)
-        ok = bool(stopping <= eps)
+        out, secs, caught = run(effort, seeds[idx])
+        caught_all.extend(caught)
+        measures, stopping, ranking, ok = score(out, int(seeds[idx]) ^ _PROBE_SEED_SALT)
         history.append({
             "effort": int(out.info.get("effort", effort)),
             **measures,
+            "stop_value": float(stopping),
+            **warning_fields(caught, out.info),
             "seconds": secs,
             "converged": ok,
             "n_matvec": int(out.info.get("n_matvec", 0)),
             "n_block_entries": int(out.info.get("n_block_entries", 0)),
             "n_passes": float(out.info.get("n_passes", float("nan"))),
         })
-        if best is None or ranking < best[0]:
+        if best is None or ranking < best[0] or (math.isnan(best[0]) and not math.isnan(ranking)):
             best = (ranking, idx, out, secs)
         if ok:
             return history, (idx, out, secs), True, "converged"
@@ -829,6 +847,17 @@ def _sweep(run, efforts, seeds, score, eps, time_limit):
         if time_limit is not None and spent > time_limit and idx + 1 < len(efforts):
             return history, best[1:], False, "time_limit"
     return history, best[1:], False, "cap"
+
+
+def _initial_fro2(src, norm_fro):
+    """``||G||_F^2`` when given or free to read from the source, else None."""
+    if norm_fro is not None:
+        if isinstance(norm_fro, bool) or not isinstance(norm_fro, numbers.Real):
+            raise TypeError(f"norm_fro must be a number or None, got {type(norm_fro).__name__}")
+        if not (np.isfinite(norm_fro) and norm_fro >= 0):
+            raise ValueError(f"norm_fro must be a finite number >= 0 or None, got {norm_fro!r}")
+        return float(norm_fro) ** 2
+    return exact_fro2(src)
 
 
 def solve_to_tolerance(
@@ -839,8 +868,8 @@ def solve_to_tolerance(
     *,
     reference=None,
     weights="singular_values",
-    stop="reference",
-    metric="eta",
+    stop=None,
+    metric=None,
     track=("eta",),
     random_state=None,
     schedule=None,
@@ -854,6 +883,10 @@ def solve_to_tolerance(
     time_limit=None,
     residual_operator=None,
     cluster_rtol=CLUSTER_RTOL,
+    sv_tol=None,
+    triplet_tol=None,
+    norm_fro=None,
+    n_probes=N_PROBES,
 ) -> ToleranceResult:
     """Grow a solver's effort until its answer meets ``eps``; time it there.
 
@@ -865,22 +898,34 @@ def solve_to_tolerance(
     method : str
         One of ``solvers.METHODS``.
     eps : float
-        Tolerance (> 0) on ``metric`` (``stop="reference"``) or on the residual estimate
+        Tolerance (> 0) on ``metric`` (``stop="reference"``), on the estimated relative
+        low-rank error (``stop="estimate"``) or on the residual estimate of eta
         (``stop="residual"``).
     reference : SVDResult, optional
         Exact SVD with at least ``rank`` triplets; the first ``rank`` are scored, any further
         ones complete a cluster of singular values cut by ``rank``. Computed with
         :func:`reference_svd` (``cluster_rtol`` passed on, cached in ``cache_dir``) when
-        ``stop="reference"`` and not given; not computed for ``stop="residual"``.
+        ``stop="reference"`` and not given; not computed for the other stops.
     weights : {"singular_values", "relative", "uniform"}, default="singular_values"
         Weighting of eta and of its residual estimate (see :mod:`ksvd_bench.metrics`).
-    stop : {"reference", "residual"}, default="reference"
-        Stopping quantity: ``metric`` against the reference, or
-        :func:`~ksvd_bench.metrics.residual_estimate` (needs only products with ``G``; the
-        reference measures are still recorded when a reference is given).
-    metric : {"eta", "lowrank", "subspace"}, default="eta"
-        The measure against the reference: :func:`~ksvd_bench.metrics.eta` (with
-        ``weights``), :func:`~ksvd_bench.metrics.lowrank_error` (gap-robust:
+    stop : {"reference", "estimate", "residual"}, optional
+        What must reach ``eps``:
+
+        * ``"reference"``: ``metric`` against the reference.
+        * ``"estimate"``: ``c * E / ||G||_F``, with ``E`` the reference-free estimate of the
+          low-rank error ``||G - U~ U~^T G||_F`` and ``c`` = 1 where ``E`` is an exact
+          Frobenius gap, :data:`solvers.PROBE_SAFETY` (2) where it is randomized (the
+          solver's leave-one-out estimate or the Gaussian probes; Notes, with the failure
+          probability).
+        * ``"residual"``: :func:`~ksvd_bench.metrics.residual_estimate` of eta.
+
+        Default: ``"reference"`` when a ``reference``, a ``cache_dir`` or a ``metric`` is
+        given (something to score against), else ``"estimate"``. The reference measures are
+        recorded whenever a reference is given.
+    metric : {"eta", "lowrank", "subspace"}, optional
+        The measure against the reference (default ``"eta"``):
+        :func:`~ksvd_bench.metrics.eta` (with ``weights``),
+        :func:`~ksvd_bench.metrics.lowrank_error` (gap-robust:
         ``||G - U~ U~^T G||_F <= (1 + eps) ||G - G_r||_F``; a pass over ``G`` up to
         :data:`~ksvd_bench.metrics.LOWRANK_PASS_MAX_ENTRIES` entries, one ``rmatmat`` of
         ``residual_operator`` beyond) or the larger sine of
@@ -888,7 +933,8 @@ def solve_to_tolerance(
     track : sequence of {"eta", "lowrank", "subspace"}, default=("eta",)
         Measures recorded at every effort besides ``metric`` (eta costs next to nothing).
     random_state : None, int >= 0 or numpy.random.Generator
-        Seeds every solver call (one seed drawn per effort, so a run is reproducible).
+        Seeds every solver call and the probes (one seed drawn per effort, so a run is
+        reproducible).
     schedule : sequence of int, optional
         Efforts to try (strictly increasing), default :func:`effort_schedule`.
     max_effort : int, optional
@@ -908,8 +954,8 @@ def solve_to_tolerance(
         The reference's cache key (see :func:`reference_svd`): give the problem's definition
         for a derived matrix, so the cache does not depend on its last bits.
     track_residual : bool, default=True
-        Record the residual estimate at every effort (costs a few products with ``G``);
-        always on for ``stop="residual"``.
+        Record the residual estimate of eta at every effort (costs a few products with
+        ``G``); always on for ``stop="residual"``.
     time_limit : float, optional
         Wall-clock seconds the sweep may take (solves and metrics, warm-up excluded): once it
         has run that long no larger effort is tried, and the result is ``converged=False``
@@ -918,10 +964,24 @@ def solve_to_tolerance(
     residual_operator : matrix source, optional
         The same matrix as ``G`` in a form that is cheaper to multiply (for example the exact
         :class:`~ksvd_bench.kernels.StructuredKernelSource` of a dense kernel matrix), used for
-        the residual estimates and the product route of ``"lowrank"``. Default: ``G``.
+        the triplet residual, the estimates and the product route of ``"lowrank"``.
+        Default: ``G``.
     cluster_rtol : float or None, default=CLUSTER_RTOL
         Singular values closer than ``cluster_rtol * s_1`` are scored as one cluster (see
         :func:`~ksvd_bench.metrics.eta`); None: the literal, vector-by-vector measures.
+    sv_tol : float, optional
+        Tolerance of :func:`~ksvd_bench.metrics.sv_error`: an answer is accepted only if
+        ``max_i |s~_i - s_i| <= sv_tol * s_1``. Default ``eps`` (the values get the same
+        tolerance as the measure). Checked only when there is a reference.
+    triplet_tol : float, optional
+        Tolerance of :func:`~ksvd_bench.metrics.triplet_residual`. Default ``eps``.
+    norm_fro : float, optional
+        ``||G||_F`` if known exactly: enables the Frobenius-gap estimate on sources that
+        cannot give it without a pass (the dense and sparse adapters and the lazy kernel
+        sources after their set-up pass give it for free through ``frobenius_norm()``;
+        ``norm_bound()`` is an upper bound of ``||G||_2`` and is never used for it).
+    n_probes : int, default=10
+        Gaussian probes of the error estimate per answer.
 
     Returns
     -------
@@ -930,24 +990,102 @@ def solve_to_tolerance(
     Raises
     ------
     TypeError
-        On a non-number ``eps`` or ``time_limit``, a non-int ``max_effort`` or a
-        ``random_state`` of another type.
+        On a non-number ``eps``, ``time_limit``, ``sv_tol``, ``triplet_tol`` or ``norm_fro``,
+        a non-int ``max_effort`` or a ``random_state`` of another type.
     ValueError
         On unknown names, a negative ``random_state``, out-of-range numbers, a reference
         with fewer than ``rank`` triplets, bad schedules or options that set the effort.
 
     Notes
     -----
-    Before the timed runs the solver is called once, untimed, at the smallest effort, so that
-    Numba compilation and first-touch costs are not charged to any effort. Efforts are tried
-    in order and the first meeting ``eps`` is returned. The loop is bounded by the schedule,
-    so the driver always terminates; at the cap it returns ``converged=False`` and the best
-    answer seen. TSVD is run once at the solver's ``tol`` (0 unless ``options`` says
-    otherwise). The reported ``seconds`` cover the solver call only (not the reference, not
-    the metrics).
+    *The verdict.* An answer is accepted (``converged``) only when all of these hold: its
+    stopping quantity is at most ``eps``; with a reference, its singular values are within
+    ``sv_tol * s_1`` of the exact ones (:func:`~ksvd_bench.metrics.sv_error`); its triplets
+    hang together, ``max(||G V~ - U~ S~||_F, ||G^T U~ - V~ S~||_F) <= triplet_tol
+    ||G_r||_F`` (:func:`~ksvd_bench.metrics.triplet_residual`); and the solver did not mark
+    it unreliable (``info["reliable"]``, True where absent). eta, the low-rank and the
+    subspace error read only the vectors; the last two checks stop an answer with the right
+    left subspace but wrong values or a random ``V~`` from winning.
+
+    *Cost of the checks.* Per answer, one pass over ``residual_operator``: a ``sketch`` of
+    ``[V~, Omega_p]`` (``rank + n_probes`` columns) and ``U~`` (``rank`` columns), or one
+    ``matmat`` and one ``rmatmat`` where the source has no ``sketch``. On a lazy source that
+    is a full pass over ``G``; it is made after the solver returns and is never part of
+    ``seconds``. The Frobenius-gap estimate and the triplet residual share it.
+
+    *The estimate* (``stop="estimate"``; recorded always). ``E`` estimates the error of the
+    rank-``rank`` projection the answer defines, ``||G - U~ U~^T G||_F`` (``U~`` with unit
+    columns: the numerator of ``"lowrank"``), and the stop asks the fixed-accuracy question
+    of Halko, Martinsson & Tropp: is ``||G - U~ U~^T G||_F <= eps ||G||_F``? (Not the excess
+    over the optimum that ``"lowrank"`` measures: no rank-``rank`` answer beats
+    ``||G - G_r||_F / ||G||_F``, so an ``eps`` below that ratio runs to the cap.) The first
+    of these that applies is used (``estimate_kind`` in the history):
+
+    1. ``"gap"``: where ``||G||_F^2`` is known exactly (``norm_fro``, the source's
+       ``frobenius_norm()`` or row/column norms, the solver's ``info["fro2"]``),
+       ``E^2 = ||G||_F^2 - ||U~^T G||_F^2`` (orthonormal ``U~``; the general identity is in
+       :func:`~ksvd_bench.metrics.lowrank_error`) from the ``rmatmat`` above, exact to
+       rounding while ``E^2 >= 1e-8 ||G||_F^2`` (:data:`solvers.GAP_RTOL`). Stop when
+       ``E <= eps ||G||_F``: no randomness, no failure probability.
+    2. ``"fused_*"``: the solver's own ``info["error_estimate"]``, made from its sketch with
+       no extra product (randomized SVD and block Krylov: *fused* into the solve). Its exact
+       kinds (``"fused_gap"``: the same Frobenius gap, for ``||G - U~ S~ V~^T||_F``, which
+       equals ``||G - U~ U~^T G||_F`` unless the solver worked on ``G^T`` and bounds it
+       otherwise; ``"fused_exact"``: a basis that spans everything) stop at
+       ``E <= eps ||G||_F``. The leave-one-out estimate of Epperly & Tropp
+       (``"fused_loo"``, :func:`solvers.leave_one_out_error`) stops at
+       ``2 E <= eps ||G||_F``. It averages ``s`` (the sketch width, >= 11 at the default
+       oversampling) terms, each unbiased for the squared error of the basis without one
+       test vector (so the average leans high); if the terms were independent, its chance
+       of being below half the error would be at most that of ``s`` probes,
+       ``P(chi2_s <= s / 4) <= 0.0091`` for ``s >= 10``. They are not independent, and
+       Epperly & Tropp give its variance, not a tail bound: **no failure probability is
+       proven for this kind** (measured: :mod:`ksvd_bench.race.residual_study` and the
+       README). Where the sketch lost directions of ``G`` to rounding (an un-normalised
+       power iteration on a fast-decaying spectrum) or leave-one-out would cost too much
+       (a Krylov basis of over a thousand columns) the solver gives no estimate, and the
+       probes decide.
+    3. ``"probes"``: ``E = ||(I - U~ U~^T) G Omega_p||_F / sqrt(k)`` with ``k = n_probes``
+       fresh Gaussian probes (§4.3 of Halko, Martinsson & Tropp 2011), and ``||G||_F``
+       unknown is estimated by ``||G Omega_p||_F / sqrt(k)``, pooled over the answers of
+       the sweep. ``E^2`` is unbiased; the stop is ``2 E <= eps ||G||_F`` (safety factor
+       :data:`solvers.PROBE_SAFETY`). With ``||G||_F`` known, the chance that an accepted
+       answer has a true error above ``eps ||G||_F`` is at most
+       ``P(chi2_10 <= 2.5) = 0.0091`` per check (a rank-one residual, the worst case; 3e-4
+       when two singular values share the residual equally;
+       :func:`solvers.probe_failure_probability`). With ``||G||_F`` estimated too (the
+       ``"fused_loo"`` and ``"probes"`` kinds on a source that does not know it), the
+       pooled probes add their own chance of overestimating it, not bounded here.
+
+    A sweep checks one answer per effort, so these chances add up over the efforts it
+    tries. Without a reference the sweep is ranked by the estimate.
+
+    *Warnings.* Every solve runs under ``warnings.catch_warnings(record=True)`` with the
+    ``"always"`` filter: each answer records how many warnings its solve raised and their
+    messages, and after the sweep every distinct warning recorded (warm-up and timing runs
+    included) is issued once more with its category and origin, so the caller's filters
+    decide what is shown and nothing is dropped silently.
+
+    *Timing.* Before the timed runs the solver is called once, untimed, at the smallest
+    effort, so that Numba compilation and first-touch costs are not charged to any effort.
+    Efforts are tried in order and the first accepted answer is returned. The loop is
+    bounded by the schedule, so the driver always terminates; at the cap it returns
+    ``converged=False`` and the best answer seen. TSVD is run once at the solver's ``tol``
+    (0 unless ``options`` says otherwise). The reported ``seconds`` cover the solver call
+    only (not the reference, not the metrics or checks).
+
+    References
+    ----------
+    N. Halko, P.-G. Martinsson and J. A. Tropp, SIAM Review 53 (2011), §4.3.
+    E. N. Epperly and J. A. Tropp, SIAM J. Sci. Comput. 46 (2024); arXiv:2207.06342.
     """
+    stop, metric = _resolve_stop(stop, metric, reference, cache_dir)
     track, rng = _check_request(method, weights, stop, metric, track, eps, repeats, time_limit,
                                 max_effort, random_state)
+    sv_tol = _check_tol(sv_tol, "sv_tol")
+    triplet_tol = _check_tol(triplet_tol, "triplet_tol")
+    if isinstance(n_probes, bool) or not isinstance(n_probes, (int, np.integer)) or n_probes < 1:
+        raise ValueError(f"n_probes must be a positive int, got {n_probes!r}")
     options, effort_key = _solver_options(method, options, n_iter)
     cluster_rtol = _check_cluster_rtol(cluster_rtol)
     src = as_source(G)
@@ -956,23 +1094,39 @@ def solve_to_tolerance(
     res_src = src if residual_operator is None else as_source(residual_operator)
     if tuple(res_src.shape) != shape:
         raise ValueError(f"residual_operator has shape {tuple(res_src.shape)}, G has {shape}")
+    fro2 = _initial_fro2(res_src, norm_fro)
     efforts = _efforts(method, rank, shape, schedule, max_effort, options)
     reference = _prepare_reference(G, src, rank, reference, stop == "reference", cache_dir,
                                    cache_key, cluster_rtol)
-    score = _Scorer(src, res_src, reference, rank, weights, metric, stop, track,
-                    track_residual or stop == "residual", cluster_rtol)
+    score = Scorer(src, res_src, reference, rank, weights, metric, stop, track,
+                   track_residual or stop == "residual", cluster_rtol, fro2=fro2,
+                   n_probes=int(n_probes), safety=PROBE_SAFETY, eps=float(eps),
+                   sv_tol=float(eps) if sv_tol is None else sv_tol,
+                   triplet_tol=float(eps) if triplet_tol is None else triplet_tol)
 
     seeds = rng.integers(0, 2**63 - 1, size=len(efforts) + 1)
     run = _runner(src, rank, method, options, effort_key)
-    run(efforts[0], seeds[-1])  # warm-up: JIT compilation and first-touch costs
-    history, (idx, out, first_secs), converged, stopped_by = _sweep(
-        run, efforts, seeds, score, eps, time_limit)
-    timings = [first_secs] + [run(efforts[idx], seeds[idx])[1] for _ in range(repeats - 1)]
+    caught_all = []
+    caught_all.extend(run(efforts[0], seeds[-1])[2])  # warm-up: JIT and first-touch costs
+    try:
+        history, (idx, out, first_secs), converged, stopped_by = _sweep(
+            run, efforts, seeds, score, time_limit, caught_all)
+        timings = [first_secs]
+        for _ in range(repeats - 1):
+            _, secs, caught = run(efforts[idx], seeds[idx])
+            timings.append(secs)
+            caught_all.extend(caught)
+    finally:
+        reemit(caught_all)
     h = history[idx]
     return ToleranceResult(
         method=method, effort=h["effort"], eta=h["eta"], seconds=float(np.median(timings)),
         converged=converged, result=out, history=history,
         residual_estimate=h["residual_estimate"], eps=float(eps), stop=stop, weights=weights,
         all_seconds=timings, stopped_by=stopped_by, metric=metric, value=h["value"],
-        lowrank=h["lowrank"], subspace=h["subspace"],
+        lowrank=h["lowrank"], subspace=h["subspace"], sv_error=h["sv_error"],
+        triplet_residual=h["triplet_residual"], n_warnings=h["n_warnings"],
+        warnings=list(h["warnings"]), reliable=h["reliable"],
+        error_estimate=h["error_estimate"],
+        relative_error_estimate=h["relative_error_estimate"],
     )

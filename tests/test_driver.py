@@ -188,11 +188,12 @@ def test_driver_stops_at_the_cap_with_the_best_answer(problem, method):
 
 def test_driver_time_limit_abandons_the_schedule(problem):
     G, ref = problem
-    full = solve_to_tolerance(G, 5, "asym_nystrom", 1e-14, reference=ref, weights="uniform",
+    # eps below any rounding: even the exact full-sample answer is not accepted
+    full = solve_to_tolerance(G, 5, "asym_nystrom", 1e-30, reference=ref, weights="uniform",
                               random_state=1)
     assert full.stopped_by == "cap" and len(full.history) > 2
     # a limit far below one solve: the first effort runs, nothing after it
-    out = solve_to_tolerance(G, 5, "asym_nystrom", 1e-14, reference=ref, weights="uniform",
+    out = solve_to_tolerance(G, 5, "asym_nystrom", 1e-30, reference=ref, weights="uniform",
                              random_state=1, time_limit=1e-9)
     assert not out.converged and out.stopped_by == "time_limit"
     assert len(out.history) == 1
@@ -321,10 +322,12 @@ def repeated_value_problem():
 def test_driver_exact_answer_on_a_repeated_value_converges():
     """The issue's reproducer: sigma = 5 six times, rank 3 cuts the cluster."""
     G = repeated_value_problem()
-    out = solve_to_tolerance(G, 3, "tsvd", 1e-2, weights="uniform", random_state=0)
+    # metric named: scored against a reference (without one the default stop is "estimate")
+    out = solve_to_tolerance(G, 3, "tsvd", 1e-2, metric="eta", weights="uniform",
+                             random_state=0)
     assert out.converged and out.eta < 1e-12 and out.value == out.eta
-    literal = solve_to_tolerance(G, 3, "tsvd", 1e-2, weights="uniform", random_state=0,
-                                 cluster_rtol=None)
+    literal = solve_to_tolerance(G, 3, "tsvd", 1e-2, metric="eta", weights="uniform",
+                                 random_state=0, cluster_rtol=None)
     assert not literal.converged and literal.eta > 0.1
     for metric in ("lowrank", "subspace"):
         out = solve_to_tolerance(G, 3, "tsvd", 1e-8, metric=metric, random_state=0)
@@ -358,7 +361,7 @@ def test_driver_lowrank_metric_matches_the_metric(problem, monkeypatch):
     # eta stops, lowrank is recorded alongside; beyond the pass limit, products are used
     tracked = solve_to_tolerance(G, 5, "rsvd", 1e-6, reference=ref, random_state=0,
                                  track=("eta", "lowrank", "subspace"))
-    monkeypatch.setattr("ksvd_bench.driver.LOWRANK_PASS_MAX_ENTRIES", 0)
+    monkeypatch.setattr("ksvd_bench._scoring.LOWRANK_PASS_MAX_ENTRIES", 0)
     products = solve_to_tolerance(G, 5, "rsvd", 1e-6, reference=ref, random_state=0,
                                   track=("lowrank",))
     assert [h["eta"] for h in products.history] == [h["eta"] for h in tracked.history]

@@ -1,4 +1,5 @@
-"""Tests of ksvd_bench.metrics: eta, subspace_error, residuals, residual_estimate."""
+"""Tests of ksvd_bench.metrics: eta, subspace_error, residuals, residual_estimate, sv_error,
+triplet_residual."""
 
 from types import SimpleNamespace
 
@@ -17,6 +18,8 @@ from ksvd_bench.metrics import (
     residuals,
     singular_value_groups,
     subspace_error,
+    sv_error,
+    triplet_residual,
 )
 
 
@@ -446,3 +449,64 @@ def test_residual_estimate_treats_a_repeated_value_as_one_subspace():
     assert eta(ref, rotated, weights="uniform", cluster_rtol=None) > 1e-2
     assert residual_estimate(G, rotated, weights="uniform", rank=5) < 1e-20
     assert residual_estimate(G, rotated, weights="uniform", rank=5, cluster_rtol=None) > 0.1
+
+
+# ---------------------------------------------------------------------------------------------
+# whole triplets
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sv_error_values_only():
+    rng = np.random.default_rng(7)
+    G = low_rank_plus_noise(rng)
+    ref = svd_triplets(G, 6)
+    assert sv_error(ref, ref) == 0.0
+    shrunk = SimpleNamespace(U=ref.U, s=ref.s * np.linspace(1.0, 0.5, 6), V=ref.V)
+    expected = np.max(np.abs(shrunk.s - ref.s)) / ref.s[0]
+    assert sv_error(ref, shrunk) == pytest.approx(expected, rel=1e-14)
+    # values compared as a spectrum: their order in the answer does not matter
+    flipped = SimpleNamespace(U=ref.U[:, ::-1], s=ref.s[::-1], V=ref.V[:, ::-1])
+    assert sv_error(ref, flipped) == 0.0
+    assert sv_error(ref, shrunk, rank=2) == pytest.approx(
+        np.max(np.abs(shrunk.s[:2] - ref.s[:2])) / ref.s[0])
+    zero = SimpleNamespace(U=ref.U, s=np.zeros(6), V=ref.V)
+    assert sv_error(zero, shrunk) == pytest.approx(np.max(shrunk.s))  # s_1 = 0: absolute
+    with pytest.raises(ValueError, match="fewer than"):
+        sv_error(ref, SimpleNamespace(U=ref.U[:, :2], s=ref.s[:2], V=ref.V[:, :2]))
+    with pytest.raises(TypeError, match="attributes"):
+        sv_error(ref, ref.s)
+    with pytest.raises(ValueError, match="non-finite"):
+        sv_error(ref, SimpleNamespace(U=ref.U, s=np.full(6, np.nan), V=ref.V))
+
+
+def test_triplet_residual_ties_u_s_and_v():
+    rng = np.random.default_rng(8)
+    G = low_rank_plus_noise(rng)
+    ref = svd_triplets(G, 5)
+    assert triplet_residual(G, ref) < 1e-13
+    # the right vectors with wrong values: residual = ||U (S - S~)||_F relative to ||s||
+    half = SimpleNamespace(U=ref.U, s=ref.s / 2, V=ref.V)
+    value, terms = triplet_residual(G, half, reference=ref, return_terms=True)
+    assert terms["u"] == pytest.approx(np.linalg.norm(ref.s / 2), rel=1e-10)
+    assert terms["scale"] == pytest.approx(np.linalg.norm(ref.s), rel=1e-14)
+    assert value == pytest.approx(0.5, rel=1e-10)
+    # without a reference the answer's own values set the scale
+    assert triplet_residual(G, half) == pytest.approx(1.0, rel=1e-10)
+    # a random V of the right size: about 1 or more
+    V = np.linalg.qr(rng.standard_normal((G.shape[1], 5)))[0]
+    assert triplet_residual(G, SimpleNamespace(U=ref.U, s=ref.s, V=V), reference=ref) > 0.5
+    # precomputed products give the same number, and any source too
+    products = (G @ half.V, G.T @ half.U)
+    assert triplet_residual(G, half, products=products) == triplet_residual(G, half)
+    assert triplet_residual(aslinearoperator(G), half) == pytest.approx(
+        triplet_residual(G, half), rel=1e-12)
+    assert triplet_residual(G, half, scale=2.0) == pytest.approx(terms["u"] / 2.0)
+    assert triplet_residual(G, half, rank=2) == pytest.approx(1.0, rel=1e-10)
+    with pytest.raises(ValueError, match="products"):
+        triplet_residual(G, half, products=(G @ half.V, G @ half.V))
+    with pytest.raises(ValueError, match="shape"):
+        triplet_residual(G[:-1], half)
+    with pytest.raises(ValueError, match="scale"):
+        triplet_residual(G, half, scale=-1.0)
+    with pytest.raises(ValueError, match="rank"):
+        triplet_residual(G, half, rank=9)

@@ -1,0 +1,322 @@
+"""How the driver scores one answer: its measures, the whole-triplet checks and the estimate.
+
+:class:`Scorer` is the part of :func:`ksvd_bench.driver.solve_to_tolerance` that looks at an
+answer after the solver has returned it (nothing here is timed). Per answer it makes one
+pass over the residual operator (``sketch`` of ``[V~, Omega_p]`` and ``U~``, or one ``matmat``
+and one ``rmatmat`` where there is no ``sketch``) and reads from it
+
+* the triplet residual (:func:`ksvd_bench.metrics.triplet_residual`),
+* the reference-free error estimate of ``||G - U~ U~^T G||_F``: the Frobenius gap
+  ``||G||_F^2 - ||U~^T G||_F^2`` (:func:`solvers.frobenius_gap`) where ``||G||_F`` is known
+  and the gap is resolved, else the solver's own estimate from its sketch where it made one
+  (``info["error_estimate"]``: rsvd and block Krylov, *fused* into the solve at no extra
+  product; :func:`solvers.leave_one_out_error`), else ``N_PROBES`` Gaussian probes
+  (:func:`solvers.probe_error`),
+
+and, with a reference, the singular-value error (:func:`ksvd_bench.metrics.sv_error`) and the
+measures eta, low-rank and subspace error. :func:`recording_warnings` and
+:func:`warning_fields` turn the warnings of a solve into data.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ksvd_bench.metrics import (
+    LOWRANK_PASS_MAX_ENTRIES,
+    eta,
+    frobenius_norm,
+    lowrank_error,
+    residual_estimate,
+    subspace_error,
+    sv_error,
+    triplet_residual,
+)
+from solvers import GAP_RTOL, frobenius_gap, probe_error
+
+__all__ = ["Scorer", "recording_warnings", "warning_fields", "reemit", "exact_fro2",
+           "estimates", "estimate_error", "solver_estimate", "solver_kind", "choose_estimate"]
+
+#: longest warning message kept (a message quoting an array can be huge)
+MAX_MESSAGE = 400
+
+
+class recording_warnings(warnings.catch_warnings):  # noqa: N801 (a context manager)
+    """Record every warning raised inside, each occurrence (``simplefilter("always")``)."""
+
+    def __init__(self):
+        super().__init__(record=True)
+
+    def __enter__(self):
+        caught = super().__enter__()
+        warnings.simplefilter("always")
+        return caught
+
+
+def warning_fields(caught, info):
+    """``n_warnings``, ``warnings`` (deduplicated messages) and ``reliable`` of one solve."""
+    messages = list(dict.fromkeys(str(w.message)[:MAX_MESSAGE] for w in caught))
+    reliable = bool(info.get("reliable", True)) if isinstance(info, dict) else True
+    return {"n_warnings": len(caught), "warnings": messages, "reliable": reliable}
+
+
+def reemit(caught):
+    """Issue each distinct recorded warning once more, with its category and origin.
+
+    They pass through the caller's warning filters again: recording them never hides them.
+    """
+    seen = set()
+    for w in caught:
+        key = (w.category, str(w.message))
+        if key in seen:
+            continue
+        seen.add(key)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def exact_fro2(src):
+    """``||G||_F^2`` where the source gives it without a pass, else None.
+
+    Read from an exact ``frobenius_norm()`` member (the dense and sparse adapters, the lazy
+    kernel sources after their set-up pass; None from it means unknown) or the row or
+    column norms; ``norm_bound()`` is only an upper bound of ``||G||_2``, so it is not used.
+    """
+    member = getattr(src, "frobenius_norm", None)
+    if callable(member):
+        value = member()
+        if value is not None:  # None: the source cannot tell without a pass
+            value = float(value) ** 2
+            return value if math.isfinite(value) else None
+    if any(callable(getattr(src, m, None)) for m in ("col_norms_sq", "row_norms_sq")):
+        value = frobenius_norm(src) ** 2
+        return value if math.isfinite(value) else None
+    return None
+
+
+def _fused_pass(src, U, V, Omega):
+    """``(G V, G^T U, G Omega)`` in one ``sketch`` pass where the source has it."""
+    right = np.hstack([V, Omega])
+    sketch = getattr(src, "sketch", None)
+    if callable(sketch):
+        GR, GtU = sketch(right, U)
+    else:
+        GR, GtU = src.matmat(right), src.rmatmat(U)
+    GR = np.asarray(GR, dtype=np.float64)
+    r = V.shape[1]
+    return GR[:, :r], np.asarray(GtU, dtype=np.float64), GR[:, r:]
+
+
+def estimates(U, GtU, G_Omega, fro2):
+    """``(gap, probe)`` estimates of ``||G - Un Un^T G||_F`` (``Un``: ``U`` with unit columns).
+
+    ``gap`` is NaN where ``fro2`` (``||G||_F^2``) is None or the gap is not resolved.
+    """
+    nu = np.linalg.norm(U, axis=0)
+    nu[nu == 0] = 1.0
+    Un, GtUn = U / nu, GtU / nu
+    gap = math.nan
+    if fro2 is not None:
+        # ||G - Un Un^T G||_F^2 = fro2 - (2 ||Un^T G||^2 - <Un^T G, Un^T Un Un^T G>)
+        captured = (2.0 * float(np.einsum("ij,ij->", GtUn, GtUn))
+                    - float(np.sum((GtUn @ (Un.T @ Un)) * GtUn)))
+        gap = frobenius_gap(fro2, min(max(captured, 0.0), fro2), rtol=GAP_RTOL)
+    return gap, probe_error(G_Omega, Un)
+
+
+def choose_estimate(gap, solver, solver_kind, probe, safety):
+    """``(estimate, kind, factor)``: the driver's choice among its estimates of one answer.
+
+    The Frobenius gap where resolved (exact; factor 1), else the solver's own estimate
+    (kind ``"fused_" + solver_kind``: factor 1 for its exact gap or truncation, ``safety``
+    for its leave-one-out estimate), else the probes (factor ``safety``).
+    """
+    if math.isfinite(gap):
+        return gap, "gap", 1.0
+    if math.isfinite(solver):
+        kind = f"fused_{solver_kind or 'loo'}"
+        return solver, kind, 1.0 if solver_kind in ("gap", "exact") else safety
+    return probe, "probes", safety
+
+
+def estimate_error(G, approx, *, rank=None, fro2=None, n_probes=10, random_state=None,
+                   safety=2.0):
+    """Reference-free estimates of ``||G - U~ U~^T G||_F`` for one answer (one pass).
+
+    Parameters
+    ----------
+    G : matrix source
+    approx : SVDResult
+    rank : int, optional
+        Leading triplets used, default all.
+    fro2 : float, optional
+        ``||G||_F^2`` if known exactly (enables the gap estimate).
+    n_probes : int, default=10
+    random_state : None, int or numpy.random.Generator
+        The probes.
+    safety : float, default=2.0
+        Stopping factor of a randomized estimate (see :func:`choose_estimate`).
+
+    Returns
+    -------
+    out : dict
+        ``gap`` (NaN without ``fro2`` or when unresolved), ``probes``, ``solver`` (the
+        solver's ``info["error_estimate"]``, NaN without), ``estimate`` and ``kind`` (the
+        driver's choice, :func:`choose_estimate`), ``factor`` (its stopping factor),
+        ``probe_norm_fro`` (the probes' estimate of ``||G||_F``) and ``products``
+        (``(G V~, G^T U~)``, for :func:`~ksvd_bench.metrics.triplet_residual`).
+    """
+    U = np.asarray(approx.U, dtype=np.float64)
+    V = np.asarray(approx.V, dtype=np.float64)
+    if rank is not None:
+        U, V = U[:, :rank], V[:, :rank]
+    Omega = np.random.default_rng(random_state).standard_normal((V.shape[0], n_probes))
+    GV, GtU, G_Omega = _fused_pass(G, U, V, Omega)
+    gap, probe = estimates(U, GtU, G_Omega, fro2)
+    solver = solver_estimate(approx.info, rank=U.shape[1], n_triplets=len(approx.s))
+    estimate, kind, factor = choose_estimate(gap, solver, solver_kind(approx.info), probe,
+                                             safety)
+    return {"gap": gap, "probes": probe, "solver": solver, "estimate": estimate,
+            "kind": kind, "factor": factor,
+            "probe_norm_fro": float(np.linalg.norm(G_Omega) / math.sqrt(n_probes)),
+            "products": (GV, GtU)}
+
+
+def solver_estimate(info, *, rank=None, n_triplets=None):
+    """The solver's own ``info["error_estimate"]`` (absolute), NaN where it gave none.
+
+    Also NaN when ``rank`` is given and smaller than ``n_triplets``: the solver's estimate
+    refers to all the triplets it returned, not to a leading part of them.
+    """
+    if rank is not None and n_triplets is not None and rank != n_triplets:
+        return math.nan
+    value = info.get("error_estimate") if isinstance(info, dict) else None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return value if math.isfinite(value) and value >= 0 else math.nan
+
+
+def solver_kind(info):
+    """The solver's ``info["error_estimate_kind"]`` (``"exact"``, ``"gap"``, ``"loo"``)."""
+    kind = info.get("error_estimate_kind") if isinstance(info, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _nan_measures():
+    nan = float("nan")
+    return {"eta": nan, "lowrank": nan, "subspace": nan, "residual_estimate": nan,
+            "sv_error": nan, "triplet_residual": nan, "error_estimate": nan,
+            "relative_error_estimate": nan, "estimate_kind": None,
+            "solver_error_estimate": nan}
+
+
+@dataclass
+class Scorer:
+    """Every measure and check of one answer, as the driver records it.
+
+    ``fro2`` is ``||G||_F^2`` when known exactly (None: the probes estimate it, pooled over
+    the answers scored so far). ``safety`` multiplies a probe-based estimate in the stopping
+    value; the gap needs none.
+    """
+
+    src: object
+    res_src: object
+    reference: object
+    rank: int
+    weights: str
+    metric: str
+    stop: str
+    track: set
+    track_residual: bool
+    cluster_rtol: float | None
+    fro2: float | None = None
+    n_probes: int = 10
+    safety: float = 2.0
+    eps: float = 0.0
+    sv_tol: float = 0.0
+    triplet_tol: float = 0.0
+    _probe_sum: float = field(default=0.0, repr=False)
+    _probe_cols: int = field(default=0, repr=False)
+
+    def __post_init__(self):
+        N, M = self.src.shape
+        self.lowrank_method = "pass" if N * M <= LOWRANK_PASS_MAX_ENTRIES else "products"
+
+    def _lowrank(self, out):
+        if self.lowrank_method == "pass":
+            return lowrank_error(self.src, self.reference, out, rank=self.rank, method="pass")
+        if self.fro2 is None:  # once per sweep: the products route needs ||G||_F (a pass)
+            self.fro2 = frobenius_norm(self.res_src) ** 2
+        return lowrank_error(self.res_src, self.reference, out, rank=self.rank,
+                             method="products", norm_fro=math.sqrt(self.fro2))
+
+    def _estimate(self, U, GtU, G_Omega, out):
+        """``(absolute estimate, relative estimate, kind, stopping factor)``."""
+        if self.fro2 is None:
+            # ||G Omega||_F^2 / k is unbiased for ||G||_F^2; pooled over all answers so far.
+            self._probe_sum += float(np.einsum("ij,ij->", G_Omega, G_Omega))
+            self._probe_cols += G_Omega.shape[1]
+            fro2 = self._probe_sum / self._probe_cols
+        else:
+            fro2 = self.fro2
+        gap, probe = estimates(U, GtU, G_Omega, self.fro2)
+        solver = solver_estimate(out.info, rank=self.rank, n_triplets=len(out.s))
+        error, kind, factor = choose_estimate(gap, solver, solver_kind(out.info), probe,
+                                              self.safety)
+        norm = math.sqrt(max(fro2, 0.0))
+        relative = error / norm if norm > 0 else 0.0
+        return error, relative, kind, factor
+
+    def __call__(self, out, probe_seed):
+        """``(measures, stopping value, ranking score, accepted)`` of one answer."""
+        m = _nan_measures()
+        U = np.asarray(out.U, dtype=np.float64)[:, :self.rank]
+        V = np.asarray(out.V, dtype=np.float64)[:, :self.rank]
+        if self.fro2 is None and isinstance(out.info, dict) and "fro2" in out.info:
+            value = float(out.info["fro2"])  # the solver knew ||G||_F^2 exactly
+            self.fro2 = value if math.isfinite(value) and value >= 0 else None
+        rng = np.random.default_rng(probe_seed)
+        Omega = rng.standard_normal((V.shape[0], self.n_probes))
+        GV, GtU, G_Omega = _fused_pass(self.res_src, U, V, Omega)
+        ref = self.reference
+        m["triplet_residual"] = triplet_residual(self.res_src, out, rank=self.rank,
+                                                 reference=ref, products=(GV, GtU))
+        error, relative, kind, factor = self._estimate(U, GtU, G_Omega, out)
+        m.update(error_estimate=error, relative_error_estimate=relative, estimate_kind=kind,
+                 solver_error_estimate=solver_estimate(out.info))
+        if ref is not None:
+            m["sv_error"] = sv_error(ref, out, rank=self.rank)
+            m["eta"] = eta(ref, out, weights=self.weights, rank=self.rank,
+                           cluster_rtol=self.cluster_rtol)
+            if "lowrank" in self.track:
+                m["lowrank"] = self._lowrank(out)
+            if "subspace" in self.track:
+                m["subspace"] = max(subspace_error(ref, out, rank=self.rank,
+                                                   cluster_rtol=self.cluster_rtol))
+        if self.track_residual:
+            m["residual_estimate"] = residual_estimate(self.res_src, out, weights=self.weights,
+                                                       cluster_rtol=self.cluster_rtol)
+        m["value"] = m[self.metric]
+        if self.stop == "reference":
+            stopping = m["value"]
+        elif self.stop == "estimate":
+            stopping = factor * relative
+        else:
+            stopping = m["residual_estimate"]
+        if ref is not None:
+            ranking = m["value"]
+        elif self.stop == "residual":
+            ranking = m["residual_estimate"]
+        else:
+            ranking = relative
+        reliable = bool(out.info.get("reliable", True)) if isinstance(out.info, dict) else True
+        accepted = bool(stopping <= self.eps
+                        and not m["sv_error"] > self.sv_tol  # NaN: no reference, no check
+                        and m["triplet_residual"] <= self.triplet_tol
+                        and reliable)
+        return m, stopping, ranking, accepted
