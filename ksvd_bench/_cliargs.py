@@ -15,7 +15,8 @@ import math
 
 __all__ = [
     "positive_int", "nonnegative_int", "positive_float", "nonnegative_float", "unit_interval",
-    "int_list", "thread_count", "out_dir", "add_run_arguments", "check_out",
+    "int_list", "thread_count", "out_dir", "add_run_arguments", "check_out", "THREADS_HELP",
+    "print_result",
 ]
 
 
@@ -77,7 +78,7 @@ def int_list(text):
 
 def thread_count(text):
     """An int in ``[1, NUMBA_NUM_THREADS]``: Numba cannot run more threads than its pool."""
-    from ksvd_bench.race.problems import max_threads
+    from ksvd_bench._threads import max_threads
 
     value = positive_int(text)
     if value > max_threads():
@@ -95,6 +96,14 @@ def out_dir(text):
     return text
 
 
+def print_result(text, paths):
+    """Print a study's terminal text, then each file it wrote; exit status 0."""
+    print(text)
+    for kind, path in paths.items():
+        print(f"wrote {kind}: {path}")
+    return 0
+
+
 def check_out(args, parser, flag="--out"):
     """Create ``args.out`` and probe it with a test file now, or stop with a usage error."""
     from ksvd_bench.report import check_out_dir
@@ -105,12 +114,17 @@ def check_out(args, parser, flag="--out"):
         parser.error(str(exc))
 
 
-def add_run_arguments(p, *, out_default, threads_help=None):
+#: the one rule for ``--threads`` of every study (``compare``, ``spectrum``, ``scale``)
+THREADS_HELP = ("Numba and BLAS threads, the same for every solver and cell, at most "
+                "NUMBA_NUM_THREADS (default: 1 in every study, which keeps timings steady on a "
+                "shared machine; pass more to use more cores)")
+
+
+def add_run_arguments(p, *, out_default):
     """``--threads``, ``--seed``, ``--out`` and ``--no-progress``, shared by the studies."""
-    p.add_argument("--threads", type=thread_count, default=1,
-                   help=threads_help or "Numba and BLAS threads, the same for every solver, "
-                                        "at most NUMBA_NUM_THREADS (default: 1, which keeps "
-                                        "timings steady on a shared machine)")
+    from ksvd_bench._threads import DEFAULT_THREADS
+
+    p.add_argument("--threads", type=thread_count, default=DEFAULT_THREADS, help=THREADS_HELP)
     p.add_argument("--seed", type=nonnegative_int, default=0,
                    help="root seed; per-run seeds are derived from it and recorded")
     p.add_argument("--out", type=out_dir, default=out_default,

@@ -6,6 +6,7 @@ Sub-commands
 ``spectrum``        asym Nystrom vs RSVD across bandwidths (the paper's spectrum figure)
 ``residual-study``  how the reference-free residual estimate relates to eta
 ``scale``           cost against size: seconds, passes, peak memory, accuracy per method
+``sampling``        asym Nystrom samplers raced by entries read and by passes (issue 15)
 ``reproduce``       the paper's feature-learning experiments (tables and figures)
 
 Each sub-command lives in a module with an ``add_*`` / ``add_parser(subparsers)`` function
@@ -13,12 +14,16 @@ Each sub-command lives in a module with an ``add_*`` / ``add_parser(subparsers)`
 listing its function in :func:`_subcommands`. A leaf parser sets ``func`` (the work) and may
 set ``check(args, parser)``, which :func:`main` calls after parsing and before any work, so
 that a bad combination of flags or an unwritable ``--out`` is reported at once (exit status 2,
-the sub-command's usage). Shared argument types: :mod:`ksvd_bench._cliargs`.
+the sub-command's usage). :func:`main` also sets ``args.command_line``, the command as typed,
+which the records keep as the command that regenerates them. Shared argument types and the
+one default-thread rule: :mod:`ksvd_bench._cliargs`. This layer may import the studies; they
+never import it.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 __all__ = ["build_parser", "main"]
@@ -28,9 +33,10 @@ def _subcommands():
     """The ``add_parser``-style functions of every sub-command, in ``--help`` order."""
     from ksvd_bench.paper import _reproduce_cli
     from ksvd_bench.race import _cli as race_cli
-    from ksvd_bench.race import _scale_cli
+    from ksvd_bench.race import _sampling_cli, _scale_cli
 
-    return (*race_cli.SUBCOMMANDS, _scale_cli.add_parser, _reproduce_cli.add_parser)
+    return (*race_cli.SUBCOMMANDS, _scale_cli.add_parser, _sampling_cli.add_parser,
+            _reproduce_cli.add_parser)
 
 
 def build_parser():
@@ -61,7 +67,10 @@ def main(argv=None):
         propagate).
     """
     parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    # the command as typed, for the records that say how to regenerate them
+    args.command_line = shlex.join(["ksvd-bench", *argv])
     check = getattr(args, "check", None)
     if check is not None:
         check(args, getattr(args, "parser", parser))

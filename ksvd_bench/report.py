@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
-    "format_table", "wrap_note", "write_json", "write_csv", "atomic_path", "check_out_dir",
-    "progress_bar", "machine_info",
+    "format_table", "wrap_note", "write_json", "write_csv", "atomic_path", "save_figure",
+    "check_out_dir", "progress_bar", "machine_info",
 ]
 
 #: terminal width the tables and notes are laid out for
@@ -128,6 +128,8 @@ def atomic_path(path):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    # mkstemp makes the file private (0600); a result file gets the mode any new file would
+    os.chmod(tmp, 0o666 & ~_umask())
     try:
         yield Path(tmp)
         os.replace(tmp, path)
@@ -135,6 +137,26 @@ def atomic_path(path):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def save_figure(fig, path, *, dpi=110):
+    """Save a matplotlib figure as PNG at ``path``, atomically, and close it; returns the path."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi, format="png")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _umask():
+    """The process's umask (read by setting it and restoring it at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _write_text(path, text):

@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 
+from ksvd_bench._threads import max_threads
 from ksvd_bench.cli import build_parser, main
 from ksvd_bench.datasets import make_directed_graph
 from ksvd_bench.race import compare as compare_module
-from ksvd_bench.race.problems import max_threads
 from ksvd_bench.race.spectrum import _draw_spectrum, format_spectrum, run_spectrum
 
 
@@ -55,7 +55,14 @@ def test_compare_defaults_match_the_issue():
         (["compare", "--out", ""], "--out", "empty string"),
         (["compare", "--seed", "-1"], "--seed", ">= 0"),
         (["compare", "--max-effort", "0"], "--max-effort", "positive integer"),
-        (["compare", "--size", "100", "80"], "--size", "synthetic only"),
+        (["compare", "--size", "100", "80"], "--size",
+         "the only dataset is one of synthetic, rare-clusters"),
+        (["compare", "--dataset", "rare-clusters", "--size", "10", "30"], "--size",
+         "each be >= its 20 clusters"),
+        (["compare", "--dataset", "rare-clusters", "--size", "100", "80", "--rank", "90"],
+         "--rank", "at most min(N, M) = 80"),
+        (["compare", "--dataset", "rare-clusters", "--rank", "7000"], "--rank",
+         "at most min(N, M) = 6000"),
         (["compare", "--dataset", "synthetic", "cora", "--noise", "0.1"], "--noise",
          "the only dataset"),
         (["compare", "--dataset", "synthetic", "--coherence", "2"], "--coherence", "[0, 1]"),
@@ -69,6 +76,10 @@ def test_compare_defaults_match_the_issue():
         (["spectrum", "--factors", "0"], "--factors", "positive number"),
         (["residual-study", "--max-samples", "10"], "--max-samples", "at least --rank=20"),
         (["residual-study", "--kernel", "t"], "--kernel", "invalid choice"),
+        (["compare", "--weights", "lowrank"], "--weights", "use --measures lowrank"),
+        (["spectrum", "--weights", "lowrank"], "--weights", "--measure lowrank"),
+        (["compare", "--readme-table", "no-such-record.json"], "--readme-table",
+         "not a readable compare record"),
         (["bogus"], "command", "invalid choice"),
     ],
 )
@@ -106,7 +117,8 @@ def test_tiny_compare_run(tmp_path, capsys):
     code = main(["compare", "--dataset", "synthetic", "--size", "90", "70", "--rank", "3",
                  "--eps", "0.1", "--measures", "uniform", "lowrank", "--seeds", "2",
                  "--max-effort", "30", "--out", str(out), "--no-progress", "--threads", "1",
-                 "--methods", "tsvd", "rsvd", "asym_nystrom", "asym_nystrom_norm"])
+                 "--methods", "tsvd", "rsvd", "asym_nystrom", "asym_nystrom_norm",
+                 "--record", str(tmp_path / "kept" / "race.json")])
     assert code == 0
     text = capsys.readouterr().out
     assert "synthetic 90x70" in text and "eps=0.1" in text
@@ -123,6 +135,12 @@ def test_tiny_compare_run(tmp_path, capsys):
         rows = list(csv.DictReader(fh))
     assert len(rows) == 4 * 2 + 4  # 4 entries x 2 measures + residual rows (eta only)
     assert (out / "reference_cache").is_dir()
+    # the record kept for the README: rows, machine, load, and the command that remakes it
+    record = json.loads((tmp_path / "kept" / "race.json").read_text())
+    assert "runs" not in record and len(record["rows"]) == len(rows)
+    assert record["meta"]["command_line"].startswith("ksvd-bench compare --dataset synthetic")
+    assert len(record["meta"]["load_average"]["before"]) == 3
+    assert "cpu_count" in record["meta"]["machine"]
 
 
 def test_rank_one_on_a_small_synthetic_problem(tmp_path, capsys):
@@ -175,7 +193,14 @@ def test_spectrum_on_a_small_graph(tmp_path, small_graph):
     for name in ("spectrum.csv", "spectrum.json", "spectrum.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert (tmp_path / "spectrum.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "leading singular values" in format_spectrum(result)
+    text = format_spectrum(result)
+    assert "leading singular values" in text and "sv err" not in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "asym sv" in text and "warn" in text
+    for r in result.rows:  # the whole-triplet fields of both solvers, in the JSON/CSV too
+        for m in ("asym_nystrom", "rsvd"):
+            assert r[f"{m}_sv_error"] >= 0 and r[f"{m}_n_warnings"] >= 0
+            assert isinstance(r[f"{m}_warnings"], list) and r[f"{m}_reliable"] in (True, False)
     assert result.meta["threads"] == 1
     text = repr(result)
     assert len(text) < 300 and "array" not in text
@@ -215,3 +240,55 @@ def test_tiny_residual_study_run(tmp_path, capsys):
     assert all(r["method"] == "rsvd" for r in payload["rows"])
     assert payload["meta"]["threads"] == 1
     assert all(r["n_passes"] > 0 for r in payload["rows"])
+
+
+def test_weights_takes_weightings_and_measures_take_lowrank():
+    parse = build_parser().parse_args
+    assert parse(["compare", "--weights", "uniform", "relative"]).weights == ["uniform",
+                                                                             "relative"]
+    assert parse(["compare", "--measures", "lowrank"]).weights == ["lowrank"]
+    assert parse(["spectrum", "--measure", "lowrank"]).weights == "lowrank"
+    assert parse(["spectrum", "--weights", "uniform"]).weights == "uniform"
+
+
+def test_one_default_thread_rule_for_every_study():
+    parse = build_parser().parse_args
+    assert {parse([c]).threads for c in ("compare", "spectrum", "scale")} == {1}
+    for command in ("compare", "spectrum", "scale"):
+        sub = build_parser()._subparsers._group_actions[0].choices[command]
+        (action,) = [a for a in sub._actions if a.dest == "threads"]
+        assert "default: 1 in every study" in action.help
+
+
+def test_reproduce_help_describes_every_experiment(capsys):
+    rep = build_parser()._subparsers._group_actions[0].choices["reproduce"]
+    experiments = rep._subparsers._group_actions[0].choices
+    assert set(experiments) >= {"node-classification", "graph-reconstruction", "uci",
+                                "ablation", "nystrom-f1", "asymmetry", "all"}
+    for name, parser in experiments.items():
+        assert parser.description and len(parser.description) > 40, name
+        for action in parser._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, (name, action.option_strings)
+
+
+def test_tiny_rare_clusters_compare_run(tmp_path, capsys):
+    """--dataset rare-clusters with its shape: the samplers race; RPCholesky is not n/a."""
+    out = tmp_path / "rare"
+    status = main(["compare", "--dataset", "rare-clusters", "--size", "120", "100",
+                   "--rank", "3", "--seeds", "1", "--eps", "0.1", "--measures", "lowrank",
+                   "--methods", "rsvd", "asym_nystrom_paper", "asym_nystrom_rpcholesky",
+                   "--no-residual", "--out", str(out), "--no-progress"])
+    assert status == 0
+    text = capsys.readouterr().out
+    assert "rare-clusters 120x100, sne kernel" in text
+    assert "asym_nys_rpcholesky" in text and "asym_nys_rpcholesky   n/a" not in text
+    assert "\nn/a: " not in text
+    assert max(len(line) for line in text.splitlines() if not line.startswith("wrote")) <= 100
+    meta = json.loads((out / "compare.json").read_text())["meta"]
+    assert meta["method_options"]["asym_nystrom_paper"]["core"] == "paper"
+    with (out / "compare.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert {r["method"] for r in rows} == {"rsvd", "asym_nystrom_paper",
+                                           "asym_nystrom_rpcholesky"}
+    assert all(r["stop"] == "reference" for r in rows)

@@ -36,6 +36,7 @@ def test_scale_quick_cli_smoke(tmp_path, capsys):
     assert status == 0
     text = capsys.readouterr().out
     assert "growth exponents" in text and "exact (structured operator)" in text
+    assert max(len(line) for line in text.splitlines() if not line.startswith("wrote")) <= 100
     for name in ("scale.csv", "scale.json", "scale_exponents.csv", "scale.png"):
         assert (out / name).stat().st_size > 0
     payload = json.loads((out / "scale.json").read_text())
@@ -50,11 +51,17 @@ def test_scale_quick_cli_smoke(tmp_path, capsys):
         assert r["peak_rss_mb"] >= r["base_rss_mb"] > 10
         # the exact method against the exact reference
         assert r["subspace_error"] < 1e-8 and r["sv_error"] < 1e-10
+        # every row carries its problem, and its solve's warnings (none here)
+        assert (r["rank"], r["seed"], r["dtype"], r["device"]) == (20, 0, "float64", "cpu")
+        assert r["n_warnings"] == 0 and r["warnings"] == [] and r["reliable"] is True
     (fit,) = payload["exponents"]
-    assert fit["method"] == "tsvd" and fit["n_points"] == 2 and np.isfinite(fit["exponent"])
+    # two sub-second sizes cannot support a growth exponent: none is fitted, and it says so
+    assert fit["method"] == "tsvd" and fit["n_points"] == 2 and fit["exponent"] is None
+    assert fit["fit_note"].startswith("not fitted") and "not fitted" in text
     assert all(ref["kind"] == "exact" for ref in payload["references"])
     assert payload["meta"]["threads"] == 1 and payload["meta"]["isolate"] is True
-    assert (out / "scale.csv").read_text().splitlines()[0].startswith("part,n,m,method")
+    header = (out / "scale.csv").read_text().splitlines()[0]
+    assert header.startswith("part,n,m,rank,seed,dtype,device,method")
 
 
 # --------------------------------------------------------------------------- part b, in process
@@ -133,7 +140,9 @@ def test_part_b_files_and_merge(part_b, tmp_path):
 
 def test_format_scale_shows_every_cell(part_b):
     text = format_scale(part_b[0])
-    assert "fastest cell with subspace error <= 0.01" in text
+    assert "fastest cell with subspace and singular-value errors <= 0.01" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "entries" not in text and "entries" in format_scale(part_b[0], wide=True)
     assert text.count("generalized_nystrom") >= 3  # two cells and one exponent row
     assert "block_krylov p=10 q=2 (not exact" in text
 
@@ -177,7 +186,7 @@ def test_register_runner_adds_a_method(monkeypatch):
     with pytest.raises(ValueError, match="a runner named 'rsvd_q1' exists"):
         register_runner(runner)
     with pytest.raises(ValueError, match="runner.parts must be"):
-        register_runner(MethodRunner("x", SolverCall("rsvd"), scale._effort_rsvd, ("c",)),
+        register_runner(MethodRunner("x", SolverCall("rsvd"), scale._effort_rsvd, ("d",)),
                         replace=True)
     result = run_scale("b", sizes={"b": (400,)}, rank=5, methods={"b": ("rsvd_q1",)},
                        threads=1, isolate=False, reference="none", progress=False)
@@ -214,7 +223,7 @@ def test_fit_exponent():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(parts="c"), "parts must be a non-empty list"),
+        (dict(parts="d"), "parts must be a non-empty list"),
         (dict(parts="b", sizes={"b": (30,)}, rank=10), r"sizes of part b must be >= 4 \* rank"),
         (dict(parts="b", methods={"b": ("qr",)}), "methods must be a non-empty list"),
         (dict(parts="b", rank=0), "rank must be a positive int"),
@@ -232,14 +241,17 @@ def test_run_scale_validation(kwargs, match):
 @pytest.mark.parametrize(
     "argv, match",
     [
-        (["--sizes", "1000"], "argument --sizes: needs --part a or --part b"),
+        (["--sizes", "1000"], "argument --sizes: needs --part a, b or c"),
+        (["--part", "all", "--sizes", "1000"], "argument --sizes: needs --part a, b or c"),
+        (["--part", "a", "--methods", "asym_nystrom_rpcholesky"],
+         "argument --methods: asym_nystrom_rpcholesky do not apply to part a"),
         (["--part", "b", "--sizes", "100,abc"], "argument --sizes: expected comma-separated"),
         (["--part", "b", "--sizes", "2000.5"], "argument --sizes: expected comma-separated"),
         (["--part", "b", "--sizes", "40"], r"argument --sizes: every size must be >= 4 \* "
                                             r"--rank = 80"),
         (["--methods", "qr"], "argument --methods: unknown qr"),
         (["--time-limit", "-1"], "argument --time-limit"),
-        (["--part", "c"], "argument --part: invalid choice"),
+        (["--part", "d"], "argument --part: invalid choice"),
         (["--rank", "0"], "argument --rank"),
         (["--memory-limit", "0"], "argument --memory-limit"),
     ],
@@ -251,3 +263,205 @@ def test_cli_flags_are_checked_before_any_work(argv, match, tmp_path, capsys):
     import re
 
     assert re.search(match, capsys.readouterr().err)
+
+
+# --------------------------------------------------------------------------- merge, fits, table
+
+
+def _fake_scale_json(path, rank=5, rows=None):
+    rows = rows if rows is not None else [
+        {"part": "b", "n": 400, "m": 400, "method": "rsvd", "status": "ok", "seconds": 1.0}]
+    path.write_text(json.dumps({"meta": {"rank": rank, "seed": 0, "dtype": "float64"},
+                                "rows": rows, "references": []}))
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [("{not json", "not readable JSON"), ('{"rows": 3}', "not a scale result"),
+     ('[1, 2]', "not a scale result")],
+)
+def test_merge_onto_a_corrupt_file_fails_before_any_cell(content, match, tmp_path,
+                                                         monkeypatch, capsys):
+    (tmp_path / "scale.json").write_text(content)
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("a cell was computed before the merge file was checked")
+
+    monkeypatch.setattr(scale._Runner, "cell", no_work)
+    monkeypatch.setattr(scale._Runner, "reference_for", no_work)
+    with pytest.raises(ValueError, match=match):
+        run_scale("b", sizes={"b": (400,)}, rank=5, methods={"b": ("rsvd",)}, isolate=False,
+                  out=tmp_path, merge=True, progress=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["scale", "--part", "b", "--sizes", "400", "--rank", "5", "--methods", "rsvd",
+              "--merge", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --merge" in err and match in err
+
+
+def test_merge_refuses_another_rank(tmp_path, monkeypatch, capsys):
+    _fake_scale_json(tmp_path / "scale.json", rank=5)
+    monkeypatch.setattr(scale._Runner, "cell", None)  # never reached
+    with pytest.raises(ValueError, match="made with rank=5, this run has rank=6"):
+        run_scale("b", sizes={"b": (400,)}, rank=6, methods={"b": ("rsvd",)}, isolate=False,
+                  out=tmp_path, merge=True, progress=False)
+    with pytest.raises(SystemExit):
+        main(["scale", "--part", "b", "--sizes", "400", "--rank", "6", "--merge", "--out",
+              str(tmp_path)])
+    assert "merging different problems is refused" in capsys.readouterr().err
+    # the same problem merges (an older file's rows get their parameters from its meta)
+    from ksvd_bench.race._scale_files import load_merge_base
+
+    old = load_merge_base(tmp_path, {"rank": 5, "seed": 0, "dtype": "float64",
+                                     "device": "cpu"})
+    assert old["rows"][0]["rank"] == 5 and old["rows"][0]["device"] == "cpu"
+
+
+def test_exponents_are_fitted_only_where_the_cells_support_them():
+    from ksvd_bench.race._scale_fit import fit_all
+
+    def rows(sizes, seconds, method="x"):
+        return [{"part": "b", "n": n, "method": method, "status": "ok", "seconds": t,
+                 "solve_seconds": t} for n, t in zip(sizes, seconds, strict=True)]
+
+    n = [1000, 2000, 4000, 8000]
+    good = rows(n, [0.5 * (k / 1000) ** 1.5 for k in n], "long")
+    # the --quick failure: sub-second, noisy cells gave N^-0.91
+    quick = rows(n[:3], [0.20, 0.12, 0.11], "quick")
+    narrow = rows([1000, 1500, 2000], [1.0, 1.8, 2.9], "narrow")
+    fits = {f["method"]: f for f in fit_all(good + quick + narrow)}
+    assert fits["long"]["exponent"] == pytest.approx(1.5, abs=1e-9)
+    assert fits["long"]["fit_note"].startswith("fitted on N = 1000-8000")
+    assert fits["quick"]["exponent"] is None and "0 size(s) >= 0.5 s" in fits["quick"]["fit_note"]
+    assert fits["narrow"]["exponent"] is None and "spans x2" in fits["narrow"]["fit_note"]
+
+
+def test_best_cells_never_picks_an_unreliable_or_wrong_valued_cell():
+    rows = [
+        {"part": "b", "n": 10, "method": "fast", "status": "ok", "seconds": 1.0,
+         "subspace_error": 1e-4, "sv_error": 1e-4, "reliable": False},
+        {"part": "b", "n": 10, "method": "wrong_s", "status": "ok", "seconds": 1.5,
+         "subspace_error": 1e-4, "sv_error": 0.5, "reliable": True},
+        {"part": "b", "n": 10, "method": "good", "status": "ok", "seconds": 2.0,
+         "subspace_error": 1e-3, "sv_error": 1e-3, "reliable": True},
+    ]
+    (best,) = scale.best_cells(rows)
+    assert best["method"] == "good"
+
+
+def _warning_solve(problem, rank, options, random_state):
+    import warnings
+
+    import solvers
+
+    warnings.warn("core looks odd", RuntimeWarning, stacklevel=1)
+    return solvers.svd(problem.source(), rank, method="rsvd", random_state=random_state,
+                       **options)
+
+
+def test_cell_counts_the_warnings_of_its_solve(monkeypatch):
+    monkeypatch.setattr(scale, "RUNNERS", dict(scale.RUNNERS))
+    register_runner(MethodRunner("warns", _warning_solve, scale._effort_rsvd, ("b",)))
+    result = run_scale("b", sizes={"b": (400,)}, rank=5, methods={"b": ("warns",)},
+                       threads=1, isolate=False, reference="none", progress=False)
+    (row,) = result.rows
+    assert row["n_warnings"] == 1 and row["warnings"] == ["core looks odd"]
+    assert row["warm_up_warnings"] == 1  # the warm-up's, counted apart
+    line = next(x for x in format_scale(result).splitlines() if x.startswith("400   warns"))
+    assert line.split()[-1] == "1"
+
+
+def test_device_is_passed_to_the_lazy_source(monkeypatch):
+    from ksvd_bench.kernels import KernelSource
+
+    seen = {}
+    original = KernelSource.from_points.__func__
+
+    def spy(cls, *args, **kwargs):
+        seen.update(kwargs)
+        kwargs.pop("device", None)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(KernelSource, "from_points", classmethod(spy))
+    spec = ProblemSpec("b", 100, 100, 3, 0, device="cuda")
+    scale.make_source(spec, scale.make_data(spec))
+    assert seen["device"] == "cuda"
+    seen.clear()
+    cpu = ProblemSpec("b", 100, 100, 3, 0)
+    scale.make_source(cpu, scale.make_data(cpu))
+    assert seen["device"] == "cpu"
+    assert spec.key == cpu.key  # the same problem: one reference for both devices
+
+
+def test_device_cuda_is_refused_for_part_a_and_checked_before_work(tmp_path, capsys,
+                                                                    monkeypatch):
+    with pytest.raises(SystemExit):
+        main(["scale", "--part", "a", "--device", "cuda", "--out", str(tmp_path)])
+    assert "argument --device: applies to parts b and c" in capsys.readouterr().err
+    # without a usable GPU (or numba-cuda) the backend's own reason, before any cell
+    from ksvd_bench.kernels import backends
+
+    def unavailable(device):
+        raise RuntimeError("device='cuda' found no usable GPU (test)")
+
+    monkeypatch.setattr(backends, "backend_class", unavailable)
+    with pytest.raises(SystemExit):
+        main(["scale", "--part", "b", "--device", "cuda", "--out", str(tmp_path)])
+    assert "argument --device: device='cuda' found no usable GPU" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- part c (issue 15)
+
+
+def test_part_c_is_the_rare_cluster_family():
+    from ksvd_bench.race._scale_problems import make_data, n_rare
+
+    assert n_rare(20) == 6 and n_rare(5) == 2 and n_rare(1) == 1
+    spec = ProblemSpec("c", 300, 300, 5, 0)
+    data = make_data(spec)
+    assert data["X"].shape == (300, 64) and data["rare"] == [3, 4]
+    # the same points as the family itself draws
+    from ksvd_bench.datasets import make_rare_clusters
+
+    P = make_rare_clusters(300, 300, 64, n_clusters=5, n_rare=2, random_state=0)
+    np.testing.assert_array_equal(data["X"], P.X)
+    assert scale.RUNNERS["asym_nystrom_rpcholesky"].parts == ("b", "c")
+    assert set(scale.SAMPLING_METHODS) <= set(scale.DEFAULT_METHODS["c"])
+    # "both" stays a and b; "all" adds c
+    assert scale._check_settings("both", None, None, 5, 10.0, "float64")[0] == ("a", "b")
+    assert scale._check_settings("all", None, None, 5, 10.0, "float64")[0] == ("a", "b", "c")
+    with pytest.raises(ValueError, match=r"\['asym_nystrom_rpcholesky'\] do not apply to part a"):
+        run_scale("a", methods={"a": ("asym_nystrom_rpcholesky",)}, isolate=False)
+
+
+def test_block_krylov_is_described_with_its_passes():
+    assert "2 q + 2 passes" in scale.RUNNERS["block_krylov"].description
+    assert "2 q + 1" not in " ".join(r.description for r in scale.RUNNERS.values())
+
+
+@pytest.fixture(scope="module")
+def part_c():
+    methods = ("block_krylov", "asym_nystrom_arp", "asym_nystrom_rpcholesky",
+               "asym_nystrom_aca")
+    return run_scale("c", sizes={"c": (400,)}, rank=5, methods={"c": methods}, threads=1,
+                     isolate=False, progress=False)
+
+
+def test_part_c_cells_race_the_samplers(part_c):
+    rows = {r["method"]: r for r in part_c.rows}
+    assert all(r["status"] == "ok" and r["part"] == "c" for r in rows.values())
+    # block Krylov at q = 1: 2 q + 2 = 4 passes (Musco & Musco Alg. 2)
+    assert rows["block_krylov"]["passes"] == 4.0
+    # RPCholesky: no pass (8 r = 40 pivots read (k + 1)(N + M) entries, under 0.3 N M), and
+    # it finds the rare clusters; ARP: one pass plus 2 m rows and m columns (m = 2 r)
+    rp = rows["asym_nystrom_rpcholesky"]
+    assert rp["effort"] == "m=40 chk=0" and rp["passes"] < 0.3 and rp["setup_passes"] == 1
+    assert rp["subspace_error"] <= 1e-2
+    arp = rows["asym_nystrom_arp"]
+    assert arp["effort"] == "m=10 chk=0" and 1.0 <= arp["passes"] <= 1.0 + 30 * 800 / 400**2
+    assert "rare clusters" in part_c.meta["kernels"]["c"] or "30% rare" in \
+        part_c.meta["kernels"]["c"]
+    text = format_scale(part_c)
+    assert "(c) rare clusters" in text
+    assert max(len(line) for line in text.splitlines()) <= 100

@@ -11,11 +11,17 @@ import argparse
 import contextlib
 import math
 
-from ksvd_bench._cliargs import add_run_arguments, check_out, positive_float, positive_int
+from ksvd_bench._cliargs import (
+    add_run_arguments,
+    check_out,
+    positive_float,
+    positive_int,
+    print_result,
+)
 
 __all__ = ["add_parser", "check", "run"]
 
-_PART_CHOICES = ("a", "b", "both")
+_PART_CHOICES = ("a", "b", "c", "both", "all")
 
 
 def _name_list(text):
@@ -48,6 +54,7 @@ def add_parser(subparsers):
         DEFAULT_RANK,
         DEFAULT_SIZES,
         DEFAULT_TIME_LIMIT,
+        DEVICES,
         QUICK_SIZES,
         QUICK_TIME_LIMIT,
         RUNNERS,
@@ -56,26 +63,34 @@ def add_parser(subparsers):
     p = subparsers.add_parser(
         "scale", help="cost against size: seconds, passes, memory and accuracy per method",
         description=(
-            "Solve (a) synthetic directed graphs (structured SNE operator) and (b) two "
-            "clustered point sets (lazy SNE kernel, d = 64, a spectral gap at r) for their "
-            "top-r triplets at a ladder of sizes, each method in a fresh process with a time "
-            "limit; report seconds, passes, entries read, peak RSS and subspace error "
-            "against the exact top-r (or a labelled block Krylov reference), fit growth "
-            "exponents, and write scale.csv, scale.json, scale_exponents.csv and scale.png "
+            "Solve (a) synthetic directed graphs (structured SNE operator), (b) two "
+            "clustered point sets (lazy SNE kernel, d = 64, a spectral gap at r) and (c) the "
+            "rare-cluster family (as b, 30% of the r clusters rare: where uniform sampling "
+            "misses structure; with the asym Nystrom sampling entries ARP, RPCholesky and "
+            "ACA) for their top-r triplets at a ladder of sizes, each method in a fresh "
+            "process with a time limit; report seconds, passes, entries read, peak RSS, "
+            "subspace and singular-value errors against the exact top-r (or a labelled "
+            "block Krylov reference) and the warnings of each solve, fit growth exponents "
+            "where the cells support them (>= 3 sizes of >= 0.5 s spanning x4 in N), and write "
+            "scale.csv, scale.json, scale_exponents.csv and scale.png "
             "under --out. Rerun only some cells with --part/--sizes/--methods (and --merge "
             "to keep the other cells of an earlier run)."))
     p.add_argument("--part", default="both", choices=_PART_CHOICES,
-                   help="which study: a (graphs), b (point sets) or both (default: both)")
+                   help="which study: a (graphs), b (point sets), c (rare clusters), both "
+                        "(a and b) or all (default: both)")
     p.add_argument("--sizes", type=_size_list, default=None,
                    help="comma-separated sizes N (= M), e.g. 20000,100000 or 1e5; needs "
-                        f"--part a or b (default: a {_fmt(DEFAULT_SIZES['a'])}; "
-                        f"b {_fmt(DEFAULT_SIZES['b'])}; with --quick a "
-                        f"{_fmt(QUICK_SIZES['a'])}, b {_fmt(QUICK_SIZES['b'])})")
+                        f"--part a, b or c (default: a {_fmt(DEFAULT_SIZES['a'])}; "
+                        f"b {_fmt(DEFAULT_SIZES['b'])}; c {_fmt(DEFAULT_SIZES['c'])}; with "
+                        f"--quick a {_fmt(QUICK_SIZES['a'])}, b {_fmt(QUICK_SIZES['b'])}, "
+                        f"c {_fmt(QUICK_SIZES['c'])})")
     p.add_argument("--methods", type=_name_list, default=None,
                    help=f"comma-separated methods among {', '.join(RUNNERS)} (default: "
-                        "all five for a; all but tsvd for b)")
+                        "tsvd, rsvd, block_krylov, generalized_nystrom and asym_nystrom for "
+                        "a; all but tsvd for b; for c those of b plus asym_nystrom_arp, "
+                        "_rpcholesky and _aca; asym_nystrom_rpcholesky applies to b and c)")
     p.add_argument("--rank", type=positive_int, default=DEFAULT_RANK,
-                   help="number of singular triplets r; part b draws r clusters "
+                   help="number of singular triplets r; parts b and c draw r clusters "
                         "(default: %(default)s)")
     p.add_argument("--time-limit", type=positive_float, default=None,
                    help=f"wall-clock seconds per cell, process start and warm-up included; "
@@ -97,20 +112,28 @@ def add_parser(subparsers):
                         "--quick 4e6)")
     p.add_argument("--merge", action="store_true",
                    help="keep the cells of an earlier scale.json in --out that this run does "
-                        "not redo, and fit the exponents on all of them")
+                        "not redo, and fit the exponents on all of them; the file is checked "
+                        "before any work (an unreadable one, or one made with another --rank, "
+                        "--seed, --dtype or --device, is refused)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="run every cell on the Dask cluster of this scheduler (e.g. "
                         "tcp://host:8786, see `dask scheduler`); part b then also runs "
                         "svd_compressed. Without it, a LocalCluster sized to this machine is "
                         "started (and closed at the end) only when --methods asks for "
                         "svd_compressed")
+    p.add_argument("--device", default="cpu", choices=DEVICES,
+                   help="where the lazy kernel of parts b and c runs: cpu, or cuda (one GPU, "
+                        "KernelSource.from_points(..., device='cuda'); needs the [cuda] extra "
+                        "and a GPU). Part a's structured operator stays on the CPU "
+                        "(default: %(default)s)")
     p.add_argument("--in-process", action="store_true",
                    help="run the cells in this process (no peak RSS, no time limit; for "
                         "debugging)")
-    add_run_arguments(p, out_default="results/scale",
-                      threads_help="Numba and BLAS threads of every cell, at most "
-                                   "NUMBA_NUM_THREADS (default: all of them)")
-    p.set_defaults(func=run, check=check, parser=p, threads=None)
+    p.add_argument("--wide", action="store_true",
+                   help="show every column (set-up and solve seconds, CPU seconds, set-up "
+                        "passes, entries read); the default fits 100 characters")
+    add_run_arguments(p, out_default="results/scale")
+    p.set_defaults(func=run, check=check, parser=p)
     return p
 
 
@@ -120,9 +143,16 @@ def _fmt(sizes):
 
 def _resolve(args):
     """part list, sizes and methods per part from the flags (validated by :func:`check`)."""
-    from ksvd_bench.race.scale import DASK_METHODS, DEFAULT_METHODS, PARTS, QUICK_SIZES, RUNNERS
+    from ksvd_bench.race.scale import (
+        DASK_METHODS,
+        DEFAULT_METHODS,
+        DEFAULT_PARTS,
+        PARTS,
+        QUICK_SIZES,
+        RUNNERS,
+    )
 
-    parts = PARTS if args.part == "both" else (args.part,)
+    parts = {"both": DEFAULT_PARTS, "all": PARTS}.get(args.part, (args.part,))
     sizes = {}
     for part in parts:
         if args.sizes is not None:
@@ -140,9 +170,9 @@ def check(args, parser):
     """Cross-flag checks, before any work: they stop with a usage error naming the flag."""
     from ksvd_bench.race.scale import DEFAULT_SIZES, RUNNERS
 
-    if args.sizes is not None and args.part == "both":
-        parser.error("argument --sizes: needs --part a or --part b (the two studies have "
-                     "different size ranges)")
+    if args.sizes is not None and args.part in ("both", "all"):
+        parser.error("argument --sizes: needs --part a, b or c (the studies have different "
+                     "size ranges)")
     parts, sizes, methods = _resolve(args)
     if args.methods is not None:
         unknown = [m for m in args.methods if m not in RUNNERS]
@@ -159,9 +189,43 @@ def check(args, parser):
         if small:
             parser.error(f"argument --sizes: every size must be >= 4 * --rank = "
                          f"{4 * args.rank}, got {_fmt(small)}")
+    if args.device != "cpu":
+        _check_device(args, parser)
     if args.scheduler is not None:
         _check_scheduler(args.scheduler, parser)
     check_out(args, parser)
+    if args.merge:
+        _check_merge(args, parser)
+
+
+def _check_device(args, parser):
+    """--device cuda applies to parts b and c, and needs Numba's CUDA target and a GPU: known
+    now."""
+    from ksvd_bench.kernels.backends import backend_class
+    from ksvd_bench.race.scale import DASK_METHODS
+
+    if args.part == "a":
+        parser.error("argument --device: applies to parts b and c (part a's structured "
+                     "operator runs on the CPU)")
+    if args.scheduler is not None or any(m in DASK_METHODS for m in args.methods or ()):
+        parser.error(f"argument --device: {args.device} runs in this process, not on a Dask "
+                     f"cluster: drop --scheduler and {', '.join(DASK_METHODS)}")
+
+    try:
+        backend_class(args.device)
+    except (ImportError, RuntimeError) as exc:  # the backend's own message says which
+        parser.error(f"argument --device: {exc}")
+
+
+def _check_merge(args, parser):
+    """Read the scale.json that --merge extends now, before any cell is computed."""
+    from ksvd_bench.race._scale_files import load_merge_base
+
+    try:
+        load_merge_base(args.out, {"rank": args.rank, "seed": args.seed, "dtype": args.dtype,
+                                   "device": args.device})
+    except ValueError as exc:
+        parser.error(f"argument --merge: {exc}")
 
 
 def _check_scheduler(address, parser):
@@ -211,12 +275,9 @@ def run(args):
     with _cluster(args, methods) as (client, scheduler):
         result = run_scale(
             parts, sizes=sizes, methods=methods, rank=args.rank, random_state=args.seed,
-            threads=args.threads, time_limit=time_limit, dtype=args.dtype,
+            threads=args.threads, time_limit=time_limit, dtype=args.dtype, device=args.device,
             memory_limit=None if args.memory_limit is None else args.memory_limit * 2**30,
             reference=args.reference, dense_reference_max_entries=dense_max,
             isolate=not args.in_process, client=client, scheduler=scheduler, out=args.out,
             merge=args.merge, progress=not args.no_progress)
-    print(format_scale(result))
-    for kind, path in result.paths.items():
-        print(f"wrote {kind}: {path}")
-    return 0
+    return print_result(format_scale(result, wide=args.wide), result.paths)

@@ -8,6 +8,10 @@
 ``citeseer-features``   compatibility map is needed (default ``"pca"``, the paper's a1)
 ``synthetic``           a seeded asymmetric kernel problem with controlled singular-value decay
                         and coherence (:func:`ksvd_bench.datasets.make_kernel_problem`)
+``rare-clusters``       two point sets from 20 shared clusters, 6 of them rare (issue 15,
+                        :func:`ksvd_bench.datasets.make_rare_clusters`, d = 64), uncentred SNE
+                        with the family's gamma; the points are kept, so the lazy source (and
+                        ``sampling="rpcholesky"``'s joint PSD kernel) can be built from them
 =====================  =========================================================================
 
 :func:`build_problem` times the dense kernel construction (after a JIT warm-up on a small slice,
@@ -17,9 +21,7 @@ Nystrom methods and the exact structured operator can be built (and timed) later
 
 from __future__ import annotations
 
-import contextlib
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,13 +29,16 @@ import scipy.sparse as sp
 
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
 
-__all__ = ["DATASETS", "DATASET_SHAPES", "Problem", "build_problem", "problem_data",
-           "problem_from_data", "quiet_rank_warnings", "max_threads", "check_threads",
-           "solver_threads"]
+__all__ = ["DATASETS", "DATASET_SHAPES", "POINT_DATASETS", "SHAPED_DATASETS", "DEFAULT_SHAPES",
+           "Problem", "build_problem", "problem_data", "problem_from_data", "dataset_shape"]
 
 GRAPH_DATASETS = ("cora", "citeseer", "pubmed")
 FEATURE_DATASETS = ("cora-features", "citeseer-features")
-DATASETS = GRAPH_DATASETS + FEATURE_DATASETS + ("synthetic",)
+#: problems built from two point sets (a lazy ``KernelSource.from_points`` exists for them)
+POINT_DATASETS = ("rare-clusters",)
+#: problems whose shape is a parameter (``shape=``, ``--size``)
+SHAPED_DATASETS = ("synthetic",) + POINT_DATASETS
+DATASETS = GRAPH_DATASETS + FEATURE_DATASETS + SHAPED_DATASETS
 
 #: shape (N, M) of each real dataset's kernel matrix, to check ``rank`` before any work
 DATASET_SHAPES = {"cora": (2708, 2708), "citeseer": (3312, 3312), "pubmed": (19717, 19717),
@@ -42,6 +47,10 @@ DATASET_SHAPES = {"cora": (2708, 2708), "citeseer": (3312, 3312), "pubmed": (197
 DEFAULT_FEATURE_COMPAT = "pca"
 #: size of the default synthetic problem
 DEFAULT_SYNTHETIC_SHAPE = (1500, 1200)
+#: size of the default rare-cluster problem (issue 15's N = M = 6000)
+DEFAULT_RARE_SHAPE = (6000, 6000)
+#: default shape of each shaped dataset
+DEFAULT_SHAPES = {"synthetic": DEFAULT_SYNTHETIC_SHAPE, "rare-clusters": DEFAULT_RARE_SHAPE}
 
 
 @dataclass(repr=False)
@@ -58,13 +67,17 @@ class Problem:
         Wall time of the dense kernel construction (None for ``synthetic``: there is no kernel
         to build, the matrix is given).
     A : ndarray or sparse matrix or None
-        The data matrix the kernel was built from (None for ``synthetic``).
+        The data matrix the kernel was built from (None for ``synthetic`` and the point
+        problems).
     kernel : str or None
         Kernel name (None for ``synthetic``).
     gamma : float or None
         The bandwidth actually used.
     params : dict
         Everything needed to rebuild the kernel: bandwidth_factor, compat, center, dtype, seed.
+    points : tuple of ndarray or None
+        ``(X, Z)`` of a problem built from two point sets (``G = k(X, Z)``, uncentred), None
+        otherwise. Only such a problem has a joint PSD kernel (``sampling="rpcholesky"``).
     """
 
     name: str
@@ -74,6 +87,7 @@ class Problem:
     kernel: str | None = None
     gamma: float | None = None
     params: dict = field(default_factory=dict)
+    points: tuple | None = None
 
     @property
     def shape(self):
@@ -88,7 +102,8 @@ class Problem:
         ``G``'s bits makes the second run hit the cache the first one wrote. A problem without
         a data matrix (a given G, e.g. ``synthetic``, made by numpy alone) is keyed by G.
         """
-        data = self.A if self.A is not None else self.G
+        data = (self.A if self.A is not None
+                else self.points if self.points is not None else self.G)
         return ("ksvd-bench problem", self.name, self.kernel, self.gamma, dict(self.params),
                 data)
 
@@ -98,6 +113,12 @@ class Problem:
         secs = "" if self.kernel_seconds is None else f", kernel_seconds={self.kernel_seconds:.3g}"
         return (f"Problem(name={self.name!r}, shape={self.G.shape[0]}x{self.G.shape[1]}, "
                 f"kernel={kernel!r}{gamma}{secs})")
+
+    @property
+    def has_lazy_source(self):
+        """True when :meth:`lazy_source` builds G from data (a data matrix or two point sets)
+        instead of wrapping the dense G."""
+        return self.A is not None or self.points is not None
 
     @property
     def supports_structured(self):
@@ -122,13 +143,20 @@ class Problem:
         Returns
         -------
         source
-            For ``synthetic`` (no data matrix) the dense matrix wrapped by ``solvers.as_source``.
+            For a point problem ``KernelSource.from_points(X, Z, kernel, gamma=gamma)``
+            (uncentred; it has ``joint_psd()``); for ``synthetic`` (no data) the dense matrix
+            wrapped by ``solvers.as_source``.
         """
+        from ksvd_bench.kernels import KernelSource
+
+        if self.points is not None:
+            X, Z = self.points
+            return KernelSource.from_points(X, Z, self.kernel, gamma=self.gamma,
+                                            center=bool(self.params.get("center", False)))
         if self.A is None:
             from solvers import as_source
 
             return as_source(self.G)
-        from ksvd_bench.kernels import KernelSource
 
         p = self.params
         return KernelSource(
@@ -229,7 +257,8 @@ def build_problem(
         Compatibility map for the feature problems (default ``"pca"``, the paper's a1);
         must be None for the square graph problems.
     shape : tuple of int, optional
-        ``(N, M)`` of the synthetic problem (default ``(1500, 1200)``).
+        ``(N, M)`` of the synthetic problem (default ``(1500, 1200)``) or of the rare-cluster
+        problem (default ``(6000, 6000)``; each at least its 20 clusters).
     synthetic_options : dict, optional
         Extra keyword arguments for :func:`ksvd_bench.datasets.make_kernel_problem`
         (``rank``, ``decay``, ``coherence``, ``noise``).
@@ -256,9 +285,11 @@ def build_problem(
         params = {"shape": [int(n), int(m)], "seed": seed, "center": False, "compat": None,
                   **opts}
         return Problem(name=name, G=G, kernel_seconds=None, params=params)
+    if name == "rare-clusters":
+        return _rare_clusters_problem(name, shape, seed)
 
     if shape is not None:
-        raise ValueError("shape applies only to dataset='synthetic'")
+        raise ValueError(f"shape applies only to the datasets {SHAPED_DATASETS}, got {name!r}")
     A = problem_data(name)
     if name in GRAPH_DATASETS:
         if compat is not None:
@@ -314,57 +345,41 @@ def problem_from_data(A, *, name, kernel=DEFAULT_KERNEL, gamma=None, bandwidth_f
                    gamma=None if gamma is None else float(gamma), params=params)
 
 
-@contextlib.contextmanager
-def quiet_rank_warnings():
-    """Silence the solvers' sample-quality warnings inside an effort sweep.
+def dataset_shape(name, shape=None):
+    """``(N, M)`` of a named dataset, known before any kernel is built.
 
-    Small samples of a matrix with a dominant top triplet are rank-deficient, and a Nystrom
-    core built from them can be unstable; the solvers warn, and the tables show the
-    consequence (the accuracy reached at that effort), so a sweep keeps its log clean.
+    Parameters
+    ----------
+    name : str
+        One of :data:`DATASETS`.
+    shape : tuple of int, optional
+        The ``shape`` option of a shaped dataset (:data:`SHAPED_DATASETS`).
     """
-    with warnings.catch_warnings():
-        for message in (".*numerical rank.*", ".*unstable core inversion.*",
-                        ".*exceeds the bound.*"):
-            warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
-        yield
+    if name in SHAPED_DATASETS:
+        return tuple(int(v) for v in (shape or DEFAULT_SHAPES[name]))
+    return DATASET_SHAPES[name]
 
 
-def max_threads():
-    """The largest thread count a run may ask for: the size of Numba's thread pool."""
-    import numba
+def _rare_clusters_problem(name, shape, seed):
+    """The rare-cluster family of issue 15 as a problem: dense G (timed) and its points.
 
-    return int(numba.config.NUMBA_NUM_THREADS)
-
-
-def check_threads(threads, name="threads"):
-    """``threads`` as an int in ``[1, max_threads()]`` (None: Numba's current count)."""
-    import numba
-
-    if threads is None:
-        return int(numba.get_num_threads())
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ValueError(f"{name} must be a positive int, got {threads!r}")
-    if threads > max_threads():
-        raise ValueError(f"{name} must be at most {max_threads()} (Numba's thread pool, "
-                         f"NUMBA_NUM_THREADS), got {threads}")
-    return int(threads)
-
-
-@contextlib.contextmanager
-def solver_threads(threads):
-    """Numba and BLAS limited to ``threads`` inside; Numba's count restored afterwards.
-
-    Take :func:`ksvd_bench.report.machine_info` inside, so that the record shows the counts
-    the solvers ran with, not the machine's defaults.
+    The kernel is SNE with the family's gamma, uncentred (the family's G is a block of a PSD
+    kernel on ``X u Z`` up to the row normalisers, which is what ``rpcholesky`` uses).
     """
-    import numba
-    from threadpoolctl import threadpool_limits
+    from ksvd_bench.datasets import make_rare_clusters
+    from ksvd_bench.kernels import kernel_matrix
 
-    threads = check_threads(threads)
-    old = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        with threadpool_limits(limits=threads):
-            yield threads
-    finally:
-        numba.set_num_threads(old)
+    n, m = dataset_shape(name, shape)
+    P = make_rare_clusters(n, m, random_state=seed)
+    gamma = float(P.gamma)
+    # JIT warm-up on slices below and above the serial/parallel switch (WARM_UP_ROWS), so
+    # no compile time is charged to "kernel s"
+    for rows in WARM_UP_ROWS:
+        kernel_matrix(P.X[:rows], P.Z[:rows], "sne", gamma=gamma)
+    t0 = time.perf_counter()
+    G = np.asarray(kernel_matrix(P.X, P.Z, "sne", gamma=gamma), dtype=np.float64)
+    seconds = time.perf_counter() - t0
+    params = {"shape": [n, m], "seed": seed, "center": False, "compat": None,
+              "rare": [int(c) for c in P.params["rare"]], "dtype": "float64"}
+    return Problem(name=name, G=G, kernel_seconds=seconds, kernel="sne", gamma=gamma,
+                   params=params, points=(P.X, P.Z))

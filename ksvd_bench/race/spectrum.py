@@ -20,22 +20,21 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench.race.compare import (
-    _check_positive_int,
-    _driver_options,
-    _measure_bound,
-    _warm_up,
-    exact_operator,
+from ksvd_bench._threads import check_threads, solver_threads
+from ksvd_bench.race._common import (
+    check_positive_int,
+    driver_options,
+    num,
+    ratio_text,
     seeds_from,
+    verdict,
 )
+from ksvd_bench.race.compare import _measure_bound, _warm_up, exact_operator
 from ksvd_bench.race.paper_runtime import DEFAULT_KERNEL, DEFAULT_RANK, MEASURES, PAPER_WEIGHTS
 from ksvd_bench.race.problems import (
     GRAPH_DATASETS,
     build_problem,
-    check_threads,
     problem_from_data,
-    quiet_rank_warnings,
-    solver_threads,
 )
 
 __all__ = ["DEFAULT_FACTORS", "SpectrumResult", "run_spectrum", "format_spectrum",
@@ -84,9 +83,9 @@ def _check_arguments(dataset, data, factors, rank, seeds, n_values, eps, weights
     factors = [float(f) for f in np.atleast_1d(factors)]
     if not factors or any(not (np.isfinite(f) and f > 0) for f in factors):
         raise ValueError(f"factors must be finite positive numbers, got {factors!r}")
-    rank = _check_positive_int(rank, "rank")
-    n_seeds = _check_positive_int(seeds, "seeds")
-    n_values = rank if n_values is None else _check_positive_int(n_values, "n_values")
+    rank = check_positive_int(rank, "rank")
+    n_seeds = check_positive_int(seeds, "seeds")
+    n_values = rank if n_values is None else check_positive_int(n_values, "n_values")
     if n_values > rank:
         raise ValueError(f"n_values must be <= rank={rank}, got {n_values}")
     eps = float(eps)
@@ -111,11 +110,15 @@ def _race_at(G, reference, method, settings):
     from ksvd_bench.metrics import lowrank_error
 
     rank, eps, measure, seeds, max_effort = settings
-    options = {**_driver_options(measure), "track_residual": False}
-    results = [solve_to_tolerance(G, rank, method, eps, reference=reference, random_state=seed,
-                                  max_effort=max_effort, **options)
+    options = {**driver_options(measure), "track_residual": False}
+    # the driver records each answer's warnings (and re-issues them once after its sweep)
+    results = [solve_to_tolerance(G, rank, method, eps, reference=reference,
+                                  random_state=seed, max_effort=max_effort, **options)
                for seed in seeds]
-    ok = all(r.converged for r in results)
+    # the driver's verdict: the measure, the singular values, the triplets and the solver's
+    # trust; an unreliable answer never converges
+    ok = all(r.converged and verdict(r)["reliable"] for r in results)
+    judged = [verdict(r) for r in results]
     lowrank = [lowrank_error(G, reference, r.result, rank=rank) for r in results]
     return {
         f"{method}_converged": ok,
@@ -127,6 +130,10 @@ def _race_at(G, reference, method, settings):
         f"{method}_lowrank": float(statistics.median(lowrank)),
         f"{method}_passes": statistics.median(float(r.result.info.get("n_passes", np.nan))
                                               for r in results),
+        f"{method}_sv_error": float(statistics.median(j["sv_error"] for j in judged)),
+        f"{method}_n_warnings": sum(j["n_warnings"] for j in judged),
+        f"{method}_warnings": list(dict.fromkeys(m for j in judged for m in j["warnings"])),
+        f"{method}_reliable": all(j["reliable"] for j in judged),
     }
 
 
@@ -142,9 +149,10 @@ def _spectrum_row(problem, factor, settings, n_values):
     ref_seconds = time.perf_counter() - t0
     s = np.asarray(reference.s, dtype=float)
     bound = _measure_bound(measure, s, float(np.linalg.norm(G)), rank)
-    _warm_up(G, rank, SPECTRUM_METHODS)
+    warm_up_warnings = _warm_up(G, rank, SPECTRUM_METHODS)
     row = {"factor": factor, "gamma": problem.gamma, "kernel_seconds": problem.kernel_seconds,
-           "reference_seconds_not_charged": ref_seconds, "s1": float(s[0]),
+           "warm_up_warnings": warm_up_warnings, "reference_seconds_not_charged": ref_seconds,
+           "s1": float(s[0]),
            "s2_over_s1": s[1] / s[0] if rank > 1 else None, "s_r_over_s1": s[rank - 1] / s[0],
            "value_max": bound, "vacuous": bool(bound <= eps)}
     for method in SPECTRUM_METHODS:
@@ -230,7 +238,7 @@ def run_spectrum(
     settings = (rank, eps, weights, run_seeds, max_effort)
 
     rows, svals = [], {}
-    with solver_threads(threads), quiet_rank_warnings():
+    with solver_threads(threads):
         machine = machine_info()  # inside the limits: the counts the solvers used
         for factor in progress_bar(factors, desc="spectrum", unit="factors",
                                    enabled=progress):
@@ -267,39 +275,64 @@ def write_spectrum_files(result, out):
     }
 
 
-def _speedup_text(row):
-    from ksvd_bench.race.compare import ratio_text
+def _warn_text(row):
+    """``asym/rsvd`` warning counts, ``!`` after a method with an unreliable answer."""
+    parts = []
+    for method in SPECTRUM_METHODS[::-1]:
+        n = row.get(f"{method}_n_warnings")
+        mark = "" if row.get(f"{method}_reliable", True) else "!"
+        parts.append(("-" if n is None else str(n)) + mark)
+    return "/".join(parts)
 
+
+def _speedup_text(row):
     if row["speedup"] is None:
         return "-"
     return ratio_text(row["speedup"]) + ("*" if row["vacuous"] else "")
 
 
 def format_spectrum(result, *, precision=3):
-    """Terminal text: the race per bandwidth, vacuity notes, the leading singular values."""
+    """Terminal text: the race per bandwidth, vacuity notes, the leading singular values.
+
+    Both tables fit 100 characters: the race shows efforts, times, values, singular-value
+    errors and warnings; the spectrum table the bandwidth and the leading values.
+    """
     from ksvd_bench.report import format_table, wrap_note
 
     meta = result.meta
     measure = meta["measure"]
     what = "lowrank excess" if measure == "lowrank" else f"eta ({measure} weights)"
-    cols = [("factor", "factor"), ("gamma", "gamma"), ("s2_over_s1", "s2/s1"),
-            ("s_r_over_s1", "s_r/s1"), ("asym_nystrom_effort", "m"),
+    cols = [("factor", "factor"), ("asym_nystrom_effort", "m"),
             ("asym_nystrom_seconds", "asym s"), ("asym_nystrom_value", "asym val"),
-            ("asym_nystrom_lowrank", "asym lr"), ("rsvd_effort", "rsvd p"),
-            ("rsvd_seconds", "rsvd s"), ("rsvd_value", "rsvd val"), ("speedup_text", "speedup")]
+            ("asym_nystrom_lowrank", "asym lr"), ("asym_sv", "asym sv"),
+            ("rsvd_effort", "p"), ("rsvd_seconds", "rsvd s"), ("rsvd_value", "rsvd val"),
+            ("rsvd_sv", "rsvd sv"), ("warn", "warn"), ("speedup_text", "speedup")]
     title = (f"{meta['dataset']}: asym Nystrom vs RSVD to {what} <= {meta['eps']:g} "
              f"(r={meta['rank']}, {meta['n_seeds']} seeds, threads={meta['threads']}); "
-             f"'-' = not converged (val = best reached); lr = low-rank excess of the answer")
-    rows = [{**r, "speedup_text": _speedup_text(r)} for r in result.rows]
+             f"m = asym Nystrom samples, p = RSVD oversampling; '-' = not converged "
+             f"(val = best reached; converging also needs "
+             f"max |s~_i - s_i| <= eps s_1, coherent triplets and a reliable answer); lr = "
+             f"low-rank excess of the answer; sv = max |s~_i - s_i| / s_1; warn = warnings "
+             f"of the asym Nystrom / RSVD answers ('!': one marked unreliable)")
+    # at most 100 characters: values and errors in 2 significant digits, times in 3
+    short = {f"{m}_{k}": 2 for m in SPECTRUM_METHODS for k in ("value", "lowrank")}
+    short.update({f"{m}_seconds": 3 for m in SPECTRUM_METHODS})
+    rows = [{**r, **{k: num(r.get(k), d) for k, d in short.items()},
+             "speedup_text": _speedup_text(r), "warn": _warn_text(r),
+             "asym_sv": num(r.get("asym_nystrom_sv_error"), 2),
+             "rsvd_sv": num(r.get("rsvd_sv_error"), 2)} for r in result.rows]
     race = format_table(rows, cols, precision=precision, title=wrap_note(title))
     notes = [wrap_note(n) for n in _spectrum_notes(result)]
     k = len(next(iter(result.singular_values.values())))
-    sv_rows = [{"factor": f, **{f"s{i + 1}": v for i, v in enumerate(s)}}
+    by_factor = {r["factor"]: r for r in result.rows}
+    sv_rows = [{"factor": f, "gamma": by_factor[f]["gamma"],
+                "s2/s1": by_factor[f]["s2_over_s1"], "s_r/s1": by_factor[f]["s_r_over_s1"],
+                **{f"s{i + 1}": v for i, v in enumerate(s)}}
                for f, s in result.singular_values.items()]
-    shown = ["factor"] + [f"s{i + 1}" for i in range(min(k, 8))]
+    shown = ["factor", "gamma", "s2/s1", "s_r/s1"] + [f"s{i + 1}" for i in range(min(k, 8))]
     sv = format_table(sv_rows, shown, precision=4,
-                      title=f"leading singular values per bandwidth factor (first {len(shown) - 1}"
-                            f" of {k})")
+                      title=f"bandwidth and leading singular values per factor (first "
+                            f"{len(shown) - 4} of {k})")
     return "\n".join([race] + notes) + "\n\n" + sv
 
 
@@ -390,12 +423,6 @@ def plot_spectrum(result, path):
     not converge are flagged; when neither method converged anywhere, the right panel says so.
     The PNG is written atomically.
     """
-    import matplotlib.pyplot as plt
+    from ksvd_bench.report import save_figure
 
-    from ksvd_bench.report import atomic_path
-
-    fig = _draw_spectrum(result)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
-    return Path(path)
+    return save_figure(_draw_spectrum(result), path, dpi=120)
