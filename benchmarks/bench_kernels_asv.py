@@ -1,17 +1,21 @@
-"""Kernel builders: dense SNE/RBF kernel matrices from dense and sparse inputs, two sizes,
-plus the exact structured operator (build time and memory)."""
+"""Kernel builders: dense SNE/RBF kernel matrices from dense and sparse inputs, plus the exact
+structured operator (build time and memory) and the fused passes of a lazy point source.
+
+Default grid: Cora's full size (n = 2708) for the builders and n = 2000 for the passes;
+``KSVD_BENCH_ASV_FULL=1`` adds n = 1000 and n = 6000.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .common import warm_up_structured
+from .common import SlowTiming, grid, warm_up_structured
 
 
-class KernelBuild:
+class KernelBuild(SlowTiming):
     """``ksvd_kernel`` on Cora's adjacency (square, no compatibility map), centred."""
 
-    params = (["sne", "rbf"], ["dense", "sparse"], [1000, 2708])
+    params = (["sne", "rbf"], ["dense", "sparse"], grid([2708], [1000, 2708]))
     param_names = ["kernel", "input", "n"]
     timeout = 300
 
@@ -38,7 +42,7 @@ class KernelBuild:
         self._build(kernel)
 
 
-class StructuredBuild:
+class StructuredBuild(SlowTiming):
     """Build of the exact structured SNE operator from the adjacency matrix (issue 6)."""
 
     params = [["cora", "pubmed"]]
@@ -71,7 +75,7 @@ class StructuredBuild:
     track_structured_nnz.unit = "entries"
 
 
-class FusedPasses:
+class FusedPasses(SlowTiming):
     """Fused passes of a lazy two-point-set SNE kernel (issue 9): set-up, matmat, sketch.
 
     ``KernelSource.from_points`` on two Gaussian point sets (d = 64), 40 columns (sketch:
@@ -80,7 +84,7 @@ class FusedPasses:
     most 1.0x, sketch at most 1.3x).
     """
 
-    params = [[2000, 6000]]
+    params = [grid([2000], [2000, 6000])]
     param_names = ["n"]
     timeout = 300
 

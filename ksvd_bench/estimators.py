@@ -22,8 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 import solvers
 from ksvd_bench.kernels import KernelSource, compat_data, kernel_matrix
 from ksvd_bench.kernels._params import COMPATS, KERNELS, check_gamma, paper_gamma
-from solvers._result import SVDResult, fix_signs
-from solvers._validation import check_random_state  # None, int >= 0 or Generator
+from solvers import SVDResult, check_random_state, fix_signs  # random_state: None, int, Generator
 
 __all__ = ["KSVD"]
 

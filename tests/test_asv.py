@@ -5,6 +5,7 @@
 counts of setup/setup_cache/benchmark functions, without running any benchmark.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -12,6 +13,8 @@ import sys
 from pathlib import Path
 
 import asv
+import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "asv.conf.json"
@@ -44,14 +47,22 @@ def test_asv_check_passes(tmp_path):
     assert "No problems found" in out, out
 
 
-def test_asv_discovers_every_suite(tmp_path):
+def _discover(tmp_path, full=False):
+    """asv's own discovery of the suites: {benchmark name: its parameter lists}."""
     runner = Path(asv.__file__).parent / "benchmark.py"
-    result = tmp_path / "discovered.json"
+    result = tmp_path / f"discovered_{int(full)}.json"
+    env = {k: v for k, v in os.environ.items() if k != "KSVD_BENCH_ASV_FULL"}
+    if full:
+        env["KSVD_BENCH_ASV_FULL"] = "1"
     proc = subprocess.run([sys.executable, str(runner), "discover", str(ROOT / "benchmarks"),
-                           str(result)], cwd=ROOT, capture_output=True, text=True,
+                           str(result)], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=240, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    names = {b["name"] for b in json.loads(result.read_text())}
+    return {b["name"]: b["params"] for b in json.loads(result.read_text())}
+
+
+def test_asv_discovers_every_suite(tmp_path):
+    names = set(_discover(tmp_path))
     expected = {
         "bench_import.timeraw_import_and_jit_cold",
         "bench_kernels_asv.KernelBuild.time_ksvd_kernel",
@@ -62,8 +73,61 @@ def test_asv_discovers_every_suite(tmp_path):
         "bench_tolerance.TrackTolerance.track_effort",
         "bench_tolerance.TrackTolerance.track_eta",
         "bench_tolerance.TrackTolerance.track_speedup_vs_rsvd",
+        "bench_tolerance.TrackTolerance.track_sv_error",
+        "bench_datasets.TimeDatasets.time_load_graph_pubmed",
+        "bench_datasets.TimeDatasets.time_make_directed_graph_20k",
     }
     assert expected <= names, sorted(expected - names)
+
+
+def _n_cells(params):
+    return int(np.prod([len(p) for p in params])) if params else 1
+
+
+def test_default_grids_are_the_small_ones_and_the_full_ones_are_behind_the_env_var(tmp_path):
+    small, full = _discover(tmp_path), _discover(tmp_path, full=True)
+    assert set(small) == set(full)
+    solve = "bench_solvers.TimeSolve.time_solve"
+    assert small[solve][0] == ["'cora'"] and full[solve][0] == ["'cora'", "'pubmed'"]
+    tol = "bench_tolerance.TimeToTolerance.time_solve_at_tolerance"
+    assert small[tol][1] == ["0.1"] and full[tol][1] == ["0.1", "0.01"]
+    assert _n_cells(small[tol]) == 6 * 1 * 2 and _n_cells(full[tol]) == 6 * 2 * 3
+    total_small = sum(_n_cells(p) for p in small.values())
+    total_full = sum(_n_cells(p) for p in full.values())
+    assert total_small < total_full / 2, (total_small, total_full)
+
+
+def _common():
+    # benchmarks/ is not an installed package: load its shared module from the file
+    spec = importlib.util.spec_from_file_location("_asv_common", ROOT / "benchmarks" / "common.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_check_accuracy_refuses_right_vectors_with_wrong_singular_values():
+    from solvers import SVDResult
+
+    common = _common()
+    rng = np.random.default_rng(0)
+    U0, _ = np.linalg.qr(rng.standard_normal((60, 30)))
+    V0, _ = np.linalg.qr(rng.standard_normal((40, 30)))
+    s0 = 0.8 ** np.arange(30)
+    G = (U0 * s0) @ V0.T
+    r = common.RANK
+    ref = SVDResult(U=U0[:, :r], s=s0[:r], V=V0[:, :r], info={})
+    assert common.check_accuracy(ref, ref, 1e-8, "singular_values", "exact") <= 1e-12
+    # exact vectors, values at 60 %: eta and the low-rank error see nothing wrong
+    wrong = SVDResult(U=U0[:, :r], s=0.6 * s0[:r], V=V0[:, :r], info={})
+    assert common.accuracy(G, ref, wrong, "singular_values") <= 1e-12
+    assert common.accuracy(G, ref, wrong, "lowrank") <= 1e-12
+    assert common.sv_error(ref, wrong) == pytest.approx(0.4)
+    for measure in ("singular_values", "lowrank"):
+        with pytest.raises(common.MissedTolerance, match="singular-value error 0.4"):
+            common.check_accuracy(ref, wrong, 0.1, measure, "wrong values", G=G)
+    # too few values can never pass
+    short = SVDResult(U=U0[:, :3], s=s0[:3], V=V0[:, :3], info={})
+    assert common.sv_error(ref, short) == np.inf
 
 
 def test_asv_machine_file_is_written_in_a_private_home(tmp_path):

@@ -16,10 +16,9 @@ from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._result import ExperimentResult
-from ksvd_bench.paper.node_classification import check_count
+from ksvd_bench.paper._setup import RunSetup
 from ksvd_bench.paper.uci import (
     UCI_DATASETS,
-    _seed,
     evaluate_linear,
     make_table_splits,
     table_features,
@@ -71,29 +70,25 @@ def run_ablation(
         A dict: ``rows``, dataset x method with the paper's metric (AUROC or RMSE) mean/std and the
         paper's value; ``protocol``.
     """
-    from tqdm.auto import tqdm
-
     if compat not in paper_numbers.COMPAT_LABELS:
         raise ValueError(f"compat must be one of {tuple(paper_numbers.COMPAT_LABELS)}, "
                          f"got {compat!r}")
-    n_runs = check_count(n_runs, "n_runs")
-    check_count(n_components, "n_components")
-    if table_loader is None:
-        from ksvd_bench.datasets import load_table as table_loader
-    rng = np.random.default_rng(random_state)
+    run = RunSetup(random_state, progress=progress, loader=table_loader, kind="table",
+                   n_runs=n_runs, n_components=n_components)
+    n_runs = run.counts["n_runs"]
     rows = []
     for name in datasets:
-        X, y, task = table_loader(name)
+        X, y, task = run.loader(name)
         metric = "auroc" if task == "classification" else "rmse"
-        splits = make_table_splits(y, task, n_runs, random_state=_seed(rng))
+        splits = make_table_splits(y, task, n_runs, random_state=run.seed())
         scores = {m: [] for m in ABLATION_METHODS}
-        for train, test in tqdm(splits, desc=f"ablation {name}", disable=not progress):
+        for train, test in run.bar(splits, f"ablation {name}"):
             scaler = StandardScaler().fit(X[train])
             Xtr, Xte = scaler.transform(X[train]), scaler.transform(X[test])
             Ftr, Fte = poly_svd_features(Xtr, Xte, n_components=n_components)
             scores["poly+svd"].append(evaluate_linear(task, Ftr, y[train], Fte, y[test])[metric])
             Ftr, Fte = table_features(f"ksvd-poly-{compat}", Xtr, Xte, n_components=n_components,
-                                      random_state=_seed(rng))
+                                      random_state=run.seed())
             scores["ksvd-poly"].append(evaluate_linear(task, Ftr, y[train], Fte, y[test])[metric])
         paper = paper_numbers.ABLATION.get(name)
         for k, method in enumerate(ABLATION_METHODS):

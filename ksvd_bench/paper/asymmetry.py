@@ -25,6 +25,7 @@ from sklearn.preprocessing import StandardScaler
 
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._result import ExperimentResult
+from ksvd_bench.paper._setup import RunSetup
 from ksvd_bench.paper.uci import UCI_DATASETS
 
 #: table header of the paper's values: they are not the same quantity as ours
@@ -74,15 +75,13 @@ def run_asymmetry(datasets=UCI_DATASETS, *, bandwidth="scott", table_loader=None
         A dict: ``rows``, one per dataset with the KL estimates and the paper's value (not
         comparable, :data:`NOT_COMPARABLE`); ``protocol``.
     """
-    from tqdm.auto import tqdm
-
     from ksvd_bench.kernels import compat_data
 
-    if table_loader is None:
-        from ksvd_bench.datasets import load_table as table_loader
+    # the a1 map takes random_state itself: this run draws no seeds from the generator
+    run = RunSetup(random_state, progress=progress, loader=table_loader, kind="table")
     rows = []
-    for name in tqdm(datasets, desc="asymmetry", disable=not progress):
-        X, _, _ = table_loader(name)
+    for name in run.bar(datasets, "asymmetry"):
+        X, _, _ = run.loader(name)
         A = StandardScaler().fit_transform(X)
         # a constant column (Ionosphere a02) has no spread: drop it so the KDEs are proper
         A = A[:, np.std(X, axis=0) > 0]

@@ -23,10 +23,9 @@ from sklearn.neighbors import NearestNeighbors
 
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._result import ExperimentResult
+from ksvd_bench.paper._setup import RunSetup, check_count
 from ksvd_bench.paper.node_classification import (
     METHODS,
-    _rng_seed,
-    check_count,
     check_has_edges,
     node_embeddings,
 )
@@ -171,20 +170,16 @@ def run_graph_reconstruction(
         A dict: ``rows``, one per dataset x method with our l1/l2 and counts and the paper's l1/l2;
         ``protocol``.
     """
-    from tqdm.auto import tqdm
-
     if scale not in EMBEDDING_SCALES:
         raise ValueError(f"scale must be one of {EMBEDDING_SCALES}, got {scale!r}")
-    check_count(n_components, "n_components")
+    run = RunSetup(random_state, progress=progress, loader=graph_loader, kind="graph",
+                   n_components=n_components)
     if subsample is not None:
         # the embeddings need r = N // 2 - 1 >= 1 component
         check_count(subsample, "subsample", minimum=4)
-    if graph_loader is None:
-        from ksvd_bench.datasets import load_graph as graph_loader
-    rng = np.random.default_rng(random_state)
     rows = []
     for name in datasets:
-        graph = graph_loader(name)
+        graph = run.loader(name)
         A = sp.csr_matrix(graph.adjacency, dtype=np.float64, copy=True)
         if subsample is not None and subsample < A.shape[0]:
             A = A[:subsample][:, :subsample].tocsr()
@@ -198,9 +193,9 @@ def run_graph_reconstruction(
             raise ValueError(f"{what} {name!r}: {exc}") from None
         out_degree = np.diff(A.indptr)
         r = min(n_components, A.shape[0] // 2 - 1)
-        for method in tqdm(methods, desc=f"graph reconstruction {name}", disable=not progress):
+        for method in run.bar(methods, f"graph reconstruction {name}"):
             emb = node_embeddings(A, method, r, bandwidth_factor=bandwidth_factor, kernel=kernel,
-                                  random_state=_rng_seed(rng))
+                                  random_state=run.seed())
             src, tgt = _scaled(emb, scale)
             A_hat = reconstruct_adjacency(src, tgt, out_degree)
             err = reconstruction_errors(A, A_hat)

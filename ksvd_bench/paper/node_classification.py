@@ -20,8 +20,6 @@ Protocol (stated, identical for every method):
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
@@ -35,6 +33,7 @@ from sklearn.preprocessing import StandardScaler
 from ksvd_bench.kernels._params import paper_gamma
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._result import ExperimentResult
+from ksvd_bench.paper._setup import RunSetup, check_count, default_loader, draw_seed
 
 METHODS = ("pca", "kpca", "svd", "ksvd")
 #: bandwidth factors searched by CV, the same grid for every method that has a bandwidth; it
@@ -49,23 +48,10 @@ DENSE_KERNEL_LIMIT = 6000 * 6000
 _BANDWIDTH_METHODS = ("kpca", "ksvd")
 
 
-def _rng_seed(rng):
-    return int(rng.integers(2**31 - 1))
-
-
 def _check_choice(value, name, allowed):
     if value not in allowed:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
     return value
-
-
-def check_count(value, name, minimum=1):
-    """``value`` as an int, or a TypeError/ValueError naming ``name`` (bools are refused)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def check_labels_splittable(labels, *, test_size=0.1, cv_folds=None):
@@ -234,7 +220,7 @@ def node_embeddings(
         # one eigh of the M x M covariance for many (hundreds of ARPACK vectors cost more)
         dense_ok = A.shape[1] ** 2 <= DENSE_KERNEL_LIMIT and r > 100
         solver = "covariance_eigh" if dense_ok else "arpack"
-        pca = PCA(n_components=r, svd_solver=solver, random_state=_rng_seed(rng))
+        pca = PCA(n_components=r, svd_solver=solver, random_state=draw_seed(rng))
         scores = pca.fit_transform(A)
         return dict(left=scores, right=scores, s=np.ones(r), gamma=None, note=note)
     if method == "kpca":
@@ -242,11 +228,11 @@ def node_embeddings(
         if n * n <= DENSE_KERNEL_LIMIT:
             kpca = KernelPCA(n_components=r, kernel="rbf", gamma=1.0 / gamma**2,
                              eigen_solver="arpack" if r <= 100 else "dense",
-                             random_state=_rng_seed(rng))
+                             random_state=draw_seed(rng))
             scores = kpca.fit_transform(A)
         else:
             note = "exact KPCA via the structured RBF operator (no N x N kernel)"
-            scores = structured_rbf_kpca(A, gamma, r, random_state=_rng_seed(rng))
+            scores = structured_rbf_kpca(A, gamma, r, random_state=draw_seed(rng))
         return dict(left=scores, right=scores, s=np.ones(scores.shape[1]), gamma=gamma, note=note)
     if method == "svd":
         v0 = rng.standard_normal(min(A.shape))
@@ -385,7 +371,7 @@ def evaluate_features(features_by_factor, labels, splits, *, standardize=False, 
     for train, test in splits:
         best = keys[0]
         if len(keys) > 1:
-            folds = StratifiedKFold(cv_folds, shuffle=True, random_state=_rng_seed(rng))
+            folds = StratifiedKFold(cv_folds, shuffle=True, random_state=draw_seed(rng))
             cv = {
                 k: cross_val_score(
                     _classifier(standardize), features_by_factor[k][train], labels[train],
@@ -475,25 +461,22 @@ def run_node_classification(
         within 2 standard errors of the majority-class rate), ``runs`` (per split), ``chance``
         (dataset -> :func:`majority_baseline`) and ``protocol`` (the settings).
     """
-    from tqdm.auto import tqdm
-
     for m in methods:
         _check_choice(m, "methods", METHODS)
-    n_runs = check_count(n_runs, "n_runs")
-    check_count(n_components, "n_components")
-    check_count(n_components_large, "n_components_large")
+    run = RunSetup(random_state, progress=progress, n_runs=n_runs, n_components=n_components,
+                   n_components_large=n_components_large)
+    n_runs = run.counts["n_runs"]
     grid_cv = cv_folds if len(tuple(bandwidth_grid)) > 1 else None
     graphs = load_labelled_graphs(datasets, subsample=subsample, graph_loader=graph_loader,
                                   test_size=test_size, cv_folds=grid_cv)
-    rng = np.random.default_rng(random_state)
     rows, runs, chance = [], [], {}
     for name, A, labels in graphs:
         n = A.shape[0]
         r = n_components if n <= large_n else n_components_large
         r = min(r, n // 2 - 1)
-        splits = make_splits(labels, n_runs, test_size=test_size, random_state=_rng_seed(rng))
+        splits = make_splits(labels, n_runs, test_size=test_size, random_state=run.seed())
         chance[name] = majority_baseline(labels, splits)
-        bar = tqdm(methods, desc=f"node classification {name}", disable=not progress)
+        bar = run.bar(methods, f"node classification {name}")
         for method in bar:
             grid = tuple(bandwidth_grid) if method in _BANDWIDTH_METHODS else (None,)
             feats, gammas, note = {}, {}, ""
@@ -502,14 +485,14 @@ def run_node_classification(
                 r_m = 2 * r if method in ("pca", "kpca") and feature_mode in ("uv", "usvs") else r
                 emb = node_embeddings(
                     A, method, r_m, bandwidth_factor=1.0 if f is None else f, kernel=kernel,
-                    center=center, random_state=_rng_seed(rng),
+                    center=center, random_state=run.seed(),
                 )
                 feats[f] = combine_features(emb, feature_mode)
                 gammas[f] = emb["gamma"]
                 note = emb["note"] or note
             res = evaluate_features(
                 feats, labels, splits, standardize=standardize, cv_folds=cv_folds,
-                random_state=_rng_seed(rng),
+                random_state=run.seed(),
             )
             micro = np.array([x["micro"] for x in res])
             macro = np.array([x["macro"] for x in res])
@@ -583,8 +566,7 @@ def load_labelled_graphs(datasets, *, subsample=None, graph_loader=None, test_si
         Naming ``datasets`` when it is empty and ``subsample`` when the kept nodes are too few
         to split, or have no edge to embed.
     """
-    if graph_loader is None:
-        from ksvd_bench.datasets import load_graph as graph_loader
+    graph_loader = default_loader(graph_loader, "graph")
     if isinstance(datasets, str) or len(datasets) == 0:
         raise ValueError(f"datasets must be a non-empty sequence of names, got {datasets!r}")
     if subsample is not None:
@@ -634,15 +616,13 @@ def protocol_probe(
     list of dict
         One row per variant with mean/std micro and macro F1.
     """
-    from tqdm.auto import tqdm
-
-    rng = np.random.default_rng(random_state)
+    run = RunSetup(random_state, progress=progress)
     A0 = sp.csr_matrix(graph.adjacency, dtype=np.float64)
     labels = np.asarray(graph.labels)
-    splits = make_splits(labels, n_runs, test_size=test_size, random_state=_rng_seed(rng))
+    splits = make_splits(labels, n_runs, test_size=test_size, random_state=run.seed())
     cache = {}
     rows = []
-    for var in tqdm(variants, desc="protocol probe", disable=not progress):
+    for var in run.bar(variants, "protocol probe"):
         var = dict(var)
         A = A0 + sp.eye(A0.shape[0], format="csr") if var.get("self_loops") else A0
         key = (var["method"], var["n_components"], var.get("bandwidth_factor", 1.0),
@@ -652,7 +632,7 @@ def protocol_probe(
                 A, var["method"], var["n_components"],
                 bandwidth_factor=var.get("bandwidth_factor", 1.0),
                 kernel=var.get("kernel", "sne"), center=var.get("center", True),
-                random_state=_rng_seed(rng),
+                random_state=run.seed(),
             )
         F = combine_features(cache[key], var["mode"])
         res = evaluate_features({None: F}, labels, splits, standardize=var["standardize"])

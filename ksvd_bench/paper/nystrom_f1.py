@@ -24,10 +24,9 @@ from sklearn.pipeline import make_pipeline
 
 from ksvd_bench.kernels._params import paper_gamma
 from ksvd_bench.paper._result import ExperimentResult
+from ksvd_bench.paper._setup import RunSetup, check_count, draw_seed
 from ksvd_bench.paper.node_classification import (
-    _rng_seed,
     chance_note,
-    check_count,
     evaluate_features,
     load_labelled_graphs,
     majority_baseline,
@@ -79,12 +78,13 @@ def nystrom_features(A, method, m, n_components, *, bandwidth_factor=1.0, random
     t0 = time.perf_counter()
     if method == "ksvd-asym-nystrom":
         est = KSVD(r, kernel="rbf", gamma=gamma, compat=None, solver="asym_nystrom",
-                   solver_options={"n_samples": m}, random_state=rng).fit(A)
+                   solver_options={"n_samples": m, "core": "paper", "check_passes": 0},
+                   random_state=rng).fit(A)  # the paper's own formula, unchecked
         F = np.hstack([est.left_features_, est.right_features_])
     else:
         pipe = make_pipeline(
             Nystroem(kernel="rbf", gamma=1.0 / gamma**2, n_components=m,
-                     random_state=_rng_seed(rng)),
+                     random_state=draw_seed(rng)),
             PCA(n_components=2 * r, svd_solver="full"),
         )
         F = pipe.fit_transform(A)
@@ -158,24 +158,21 @@ def run_nystrom_f1(
         ``note``: "chance level", or the requested m's that ran at the node count),
         ``chance`` (dataset -> majority-class baseline) and ``protocol``.
     """
-    from tqdm.auto import tqdm
-
     m_grid = _check_m_grid(m_grid)
-    n_runs = check_count(n_runs, "n_runs")
-    check_count(n_components, "n_components")
+    run = RunSetup(random_state, progress=progress, n_runs=n_runs, n_components=n_components)
+    n_runs = run.counts["n_runs"]
     graphs = load_labelled_graphs(datasets, subsample=subsample, graph_loader=graph_loader,
                                   test_size=test_size)
-    rng = np.random.default_rng(random_state)
     rows, chance = [], {}
     for name, A, labels in graphs:
-        splits = make_splits(labels, n_runs, test_size=test_size, random_state=_rng_seed(rng))
+        splits = make_splits(labels, n_runs, test_size=test_size, random_state=run.seed())
         chance[name] = majority_baseline(labels, splits)
         sizes = sample_sizes(m_grid, A.shape[0])
         jobs = [(method, m) for method in NYSTROM_METHODS for m in sizes]
-        for method, m in tqdm(jobs, desc=f"nystrom F1 {name}", disable=not progress):
+        for method, m in run.bar(jobs, f"nystrom F1 {name}"):
             F, secs = nystrom_features(A, method, m, n_components,
                                        bandwidth_factor=bandwidth_factor,
-                                       random_state=_rng_seed(rng))
+                                       random_state=run.seed())
             res = evaluate_features({None: F}, labels, splits, standardize=standardize)
             micro = np.array([x["micro"] for x in res])
             macro = np.array([x["macro"] for x in res])

@@ -21,7 +21,7 @@ from sklearn.preprocessing import StandardScaler
 from ksvd_bench.kernels._params import paper_gamma
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._result import ExperimentResult
-from ksvd_bench.paper.node_classification import check_count
+from ksvd_bench.paper._setup import RunSetup
 
 UCI_DATASETS = ("diabetes", "ionosphere", "liver", "cholesterol", "yacht")
 KSVD_KERNELS = ("rbf", "sne")
@@ -31,10 +31,6 @@ COMPAT_NAMES = ("a0", "a1", "a2")
 def uci_methods(kernels=KSVD_KERNELS, compats=COMPAT_NAMES):
     """Method labels: ``"kpca"`` and ``"ksvd-<kernel>-<a0|a1|a2>"``."""
     return ["kpca"] + [f"ksvd-{k}-{a}" for k in kernels for a in compats]
-
-
-def _seed(rng):
-    return int(rng.integers(2**31 - 1))
 
 
 def table_features(method, X_train, X_test, *, n_components=4, bandwidth_factor=1.0,
@@ -145,23 +141,19 @@ def run_uci(
         A dict: ``rows``, dataset x metric x method with mean, std and the paper's value;
         ``protocol``.
     """
-    from tqdm.auto import tqdm
-
-    if table_loader is None:
-        from ksvd_bench.datasets import load_table as table_loader
     methods = uci_methods() if methods is None else list(methods)
-    n_runs = check_count(n_runs, "n_runs")
-    check_count(n_components, "n_components")
-    rng = np.random.default_rng(random_state)
+    run = RunSetup(random_state, progress=progress, loader=table_loader, kind="table",
+                   n_runs=n_runs, n_components=n_components)
+    n_runs = run.counts["n_runs"]
     rows = []
     for name in datasets:
-        X, y, task = table_loader(name)
-        splits = make_table_splits(y, task, n_runs, random_state=_seed(rng))
+        X, y, task = run.loader(name)
+        splits = make_table_splits(y, task, n_runs, random_state=run.seed())
         per_method = {m: [] for m in methods}
-        for train, test in tqdm(splits, desc=f"uci {name}", disable=not progress):
+        for train, test in run.bar(splits, f"uci {name}"):
             scaler = StandardScaler().fit(X[train])
             Xtr, Xte = scaler.transform(X[train]), scaler.transform(X[test])
-            seed = _seed(rng)
+            seed = run.seed()
             for method in methods:
                 Ftr, Fte = table_features(method, Xtr, Xte, n_components=n_components,
                                           bandwidth_factor=bandwidth_factor, random_state=seed)
