@@ -6,7 +6,7 @@ Usage::
 
 1. Accuracy against passes over G on a slowly decaying spectrum (s_i = i^-0.5, N x M random
    singular vectors, rank r, block r + 10): ``rsvd`` (``2 q + 2`` passes),
-   ``block_krylov`` (``2 q + 1``) and ``generalized_nystrom`` (one pass through
+   ``block_krylov`` (``2 q + 2``) and ``generalized_nystrom`` (one pass through
    ``sketch``). Errors: spectral ``||G - U U^T G||_2 / s_{r+1} - 1`` (Musco & Musco's
    criterion), Frobenius ``||G - U U^T G||_F / ||G - G_r||_F - 1`` and per-vector
    ``max_i |s_i - sigma_i| / sigma_i``.

@@ -88,7 +88,7 @@ def _add_weights_alias(p, *, nargs):
     p.add_argument("--weights", dest="weights", nargs=nargs, type=_weighting,
                    default=argparse.SUPPRESS, metavar="WEIGHTING",
                    help=f"eta weighting(s) among {', '.join(DEFAULT_WEIGHTS)}: the older name "
-                        f"of the measure flag, which also takes lowrank")
+                        f"of the measure flag (lowrank is a measure: use the measure flag)")
 
 
 def _fail(parser, flag, message):

@@ -207,8 +207,7 @@ def _dense_reference(source, k):
     """
     from scipy import linalg
 
-    from solvers import source_to_dense
-    from solvers import fix_signs
+    from solvers import fix_signs, source_to_dense
 
     G = np.asarray(source_to_dense(source), dtype=np.float64)
     wide = G.shape[0] <= G.shape[1]
