@@ -360,7 +360,8 @@ class KernelSource:
     # ----------------------------------------------------------------- construction
     @classmethod
     def from_points(cls, X, Z, kernel="sne", *, gamma=None, center=False, degree=2, coef0=1.0,
-                    dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, client=None, device="cpu"):
+                    dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, client=None, device="cpu",
+                    setup="eager"):
         """Lazy kernel matrix of two point sets, ``G_ij = k(x_i, z_j)``.
 
         Equal to ``kernel_matrix(X, Z, kernel, ...)`` to rounding (SNE and t rows are
@@ -391,17 +392,23 @@ class KernelSource:
             :class:`~ksvd_bench.kernels.distributed.DistributedKernelSource`.
         device : {"cpu", "cuda"}, default="cpu"
             Where the tile passes run (see :class:`KernelSource`).
+        setup : {"eager", "lazy"}, default="eager"
+            When the set-up pass (SNE/t normalisers, centring means, sum of squares: one
+            whole pass over G) runs: now, or the first time a member needs it. "lazy" lets
+            a caller that needs only the points (``sampling="rpcholesky"``, through
+            :meth:`joint_psd`) skip it; in process only (not with ``client``).
 
         Returns
         -------
         KernelSource
-            Its set-up pass (SNE/t normalisers, centring means) has run.
+            Its set-up pass has run (``setup="eager"``) or runs on first use.
 
         Raises
         ------
         ValueError
             Non-finite or empty ``X``/``Z``, a different number of features, a missing or
-            non-positive ``gamma`` (exp and t kernels), bad ``degree``/``dtype``.
+            non-positive ``gamma`` (exp and t kernels), bad ``degree``/``dtype``, ``setup``
+            not "eager"/"lazy", or ``setup="lazy"`` with a ``client``.
 
         Examples
         --------
@@ -415,13 +422,19 @@ class KernelSource:
         True
         """
         device = _check_device_client(device, client)
+        if setup not in ("eager", "lazy"):
+            raise ValueError(f"setup must be 'eager' or 'lazy', got {setup!r}")
+        if setup == "lazy" and client is not None:
+            raise ValueError("setup='lazy' runs in process only: the cluster runs the set-up "
+                             "pass when the source is built (pass setup='eager' with client)")
         if client is not None:
             from .backends.dask import DistributedKernelSource, check_client
 
             check_client(client)
         src = cls._from_arrays(X, Z, kernel, gamma=gamma, center=center, degree=degree,
                                coef0=coef0, dtype=dtype, chunk_bytes=chunk_bytes,
-                               setup=client is None, device=device)
+                               setup=client is None and setup == "eager", device=device)
+        src._lazy_setup = setup == "lazy"
         return src if client is None else DistributedKernelSource(src, client)
 
     @classmethod
@@ -478,6 +491,7 @@ class KernelSource:
         self._gmean = 0.0
         self._sumsq = None  # sum of squares of the uncentred G, when a pass gave it
         self._ready = False
+        self._lazy_setup = False  # from_points(..., setup="lazy"): run it on first use
 
     def _cast(self, V):
         """A copy of ``V`` in the storage dtype: CSR, or a C-contiguous array.
@@ -501,6 +515,8 @@ class KernelSource:
         return self.kernel in ("sne", "t")
 
     def _check_ready(self):
+        if not self._ready and self._lazy_setup:
+            self._run_setup()
         if not self._ready:
             raise RuntimeError("the set-up pass has not run: call _finish_setup with the "
                                "results of _setup_rows over [0, N) first")
@@ -732,11 +748,16 @@ class KernelSource:
         from the points, O(N + M): ``sqrt(N M)`` for rbf (entries in [0, 1]),
         ``||X||_F ||Z||_F`` for linear, ``sqrt(sum_i (|x_i|^2 + |c|)^p sum_j (|z_j|^2 +
         |c|)^p)`` for poly (Cauchy-Schwarz). Centring never raises the norm (``H`` is a
-        projection), so an uncentred bound also bounds ``H G H``.
+        projection), so an uncentred bound also bounds ``H G H``. A ``setup="lazy"`` source
+        whose set-up pass has not run yet answers from the kernel alone and does not run it
+        (``sqrt(N)`` for sne and t: their rows are probability vectors, so ``||G||_2 <=
+        sqrt(||G||_1 ||G||_inf) <= sqrt(N)``).
         """
-        self._check_ready()
         n, m = self.shape
         pad = 1e-5 if self.dtype == np.float32 else 1e-10
+        if not self._ready and self._lazy_setup:
+            return float(self._analytic_bound() * (1 + pad))
+        self._check_ready()
         if self._sumsq is None or not np.isfinite(self._sumsq):  # inf: entries near overflow
             bound = self._analytic_bound()
         elif self.center:
@@ -759,6 +780,8 @@ class KernelSource:
         analytic bound there), before the set-up pass, or where the sum overflowed.
         ``rsvd`` and ``block_krylov`` use it for their Frobenius-gap error estimate.
         """
+        if not self._ready and self._lazy_setup:
+            self._run_setup()
         if not self._ready or self._sumsq is None or not np.isfinite(self._sumsq):
             return None
         fro2 = self._sumsq
@@ -773,6 +796,8 @@ class KernelSource:
         n, m = self.shape
         if self.kernel in ("linear", "poly"):
             return float(np.exp(self._log_bound))  # finite: checked at construction
+        if self._normalised:
+            return float(np.sqrt(n))  # sne, t: row-stochastic (see norm_bound)
         return float(np.sqrt(n) * np.sqrt(m))  # rbf: entries in [0, 1]
 
     # --- joint PSD kernel (added by helper "samplers", issue 15; owner: kernels/joint.py) ---
