@@ -761,36 +761,37 @@ class KernelSource:
         if self._sumsq is None or not np.isfinite(self._sumsq):  # inf: entries near overflow
             bound = self._analytic_bound()
         elif self.center:
-            fro2 = (self._sumsq - m * ordered_sum_squares(self._rmean)
-                    - n * ordered_sum_squares(self._cmean) + n * m * self._gmean ** 2)
             # the four terms are each at most sum G^2: cancellation error is below this slack
             slack = 8 * (n + m) * np.finfo(np.float64).eps * self._sumsq
-            bound = min(np.sqrt(max(fro2, 0.0) + slack), np.sqrt(self._sumsq))
+            bound = min(np.sqrt(max(self._fro2(), 0.0) + slack), np.sqrt(self._sumsq))
         else:
             bound = np.sqrt(self._sumsq)
         return float(bound * (1 + pad))
 
-    # --- frobenius_norm (added by helper "estimates", issue 15 §2) ---
+    def _fro2(self):
+        """``||G||_F^2`` from the set-up pass's sum of squares (centred: ``sum G^2 - M sum
+        r_i^2 - N sum c_j^2 + N M g^2``); may round below 0 when G is nearly zero."""
+        if not self.center:
+            return self._sumsq
+        n, m = self.shape
+        return (self._sumsq - m * ordered_sum_squares(self._rmean)
+                - n * ordered_sum_squares(self._cmean) + n * m * self._gmean ** 2)
+
     def frobenius_norm(self):
         """``||G||_F`` of the (normalised, centred) G, exact to rounding, or None.
 
         From the sum of squares the set-up pass measured (SNE, t, or any centred kernel),
         with the centring formula of :meth:`norm_bound` (without its padding). None where
         no pass measured it (uncentred rbf, linear, poly: :meth:`norm_bound` is only an
-        analytic bound there), before the set-up pass, or where the sum overflowed.
-        ``rsvd`` and ``block_krylov`` use it for their Frobenius-gap error estimate.
+        analytic bound there), before the set-up pass, or where the sum overflowed (a
+        ``setup="lazy"`` source runs its set-up pass here). ``rsvd`` and ``block_krylov``
+        use it for their Frobenius-gap error estimate.
         """
         if not self._ready and self._lazy_setup:
             self._run_setup()
         if not self._ready or self._sumsq is None or not np.isfinite(self._sumsq):
             return None
-        fro2 = self._sumsq
-        if self.center:
-            n, m = self.shape
-            fro2 = (self._sumsq - m * ordered_sum_squares(self._rmean)
-                    - n * ordered_sum_squares(self._cmean) + n * m * self._gmean ** 2)
-        return float(np.sqrt(max(fro2, 0.0)))
-    # --- end frobenius_norm ---
+        return float(np.sqrt(max(self._fro2(), 0.0)))
 
     def _analytic_bound(self):
         n, m = self.shape
@@ -800,7 +801,6 @@ class KernelSource:
             return float(np.sqrt(n))  # sne, t: row-stochastic (see norm_bound)
         return float(np.sqrt(n) * np.sqrt(m))  # rbf: entries in [0, 1]
 
-    # --- joint PSD kernel (added by helper "samplers", issue 15; owner: kernels/joint.py) ---
     def joint_psd(self):
         """The PSD kernel on ``X ∪ Z`` whose block G is (``sampling="rpcholesky"``).
 
@@ -809,7 +809,6 @@ class KernelSource:
         from .joint import joint_kernel_of
 
         return joint_kernel_of(self)
-    # --- end joint PSD kernel ---
 
     def __repr__(self):
         return (f"KernelSource(shape={self.shape}, kernel={self.kernel!r}, gamma={self.gamma}, "
