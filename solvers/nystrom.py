@@ -627,8 +627,11 @@ def _rpcholesky(src, rank, n_pivots, rng, dtype):
     if unseen > 0:
         src.n_block_entries += unseen
     info = {k: v for k, v in info.items() if k not in _OWN_KEYS}
-    U, s, V = np.asarray(U, dtype), np.asarray(s, dtype), np.asarray(V, dtype)
-    return U, s, V, int(info.get("numerical_rank", s.size)), False, info
+    # rpcholesky_svd pads past the factor's rank with zero triplets; hand back only the
+    # computed ones, so that asym_nystrom pads them itself and warns
+    k = int(np.count_nonzero(s > 0))
+    U, s, V = np.asarray(U[:, :k], dtype), np.asarray(s[:k], dtype), np.asarray(V[:, :k], dtype)
+    return U, s, V, k, False, info
 
 
 def _stable_core(C, R, ridx, rank, dtype):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import solvers
 from ksvd_bench.datasets import make_rare_clusters
 from ksvd_bench.kernels import KernelSource, kernel_matrix
 from ksvd_bench.kernels.joint import JointKernel
@@ -283,3 +284,25 @@ def test_cholesky_qr_is_orthonormal_for_ill_conditioned_factors(cond):
     np.testing.assert_allclose(Q.T @ Q, np.eye(12), atol=1e-13)
     np.testing.assert_allclose(Q @ R, A, atol=1e-13)
     assert np.allclose(R, np.triu(R))
+
+
+@pytest.mark.parametrize("sampling", ["uniform", "norm"])
+def test_select_rows_cols_takes_a_plain_source_for_the_basic_samplers(sampling):
+    G = np.random.default_rng(0).standard_normal((30, 20))
+    sel = select_rows_cols(DenseSource(G), 3, 4, sampling=sampling,
+                           rng=np.random.default_rng(0), rank=2)
+    assert sel.row_indices.size == 3 and sel.col_indices.size == 4
+    assert sel.entries_read == (G.size if sampling == "norm" else 0)
+
+
+def test_rpcholesky_below_the_rank_pads_with_a_warning():
+    rng = np.random.default_rng(0)
+    P = rng.standard_normal((3, 3))  # three distinct points: the joint kernel has rank 3
+    src = KernelSource.from_points(np.repeat(P, 20, axis=0), np.repeat(P, 15, axis=0), "rbf",
+                                   gamma=2.0)
+    with pytest.warns(RuntimeWarning, match="numerical rank 3 < rank=5"):
+        res = solvers.svd(src, 5, method="asym_nystrom", sampling="rpcholesky", n_samples=8,
+                          random_state=0, check_passes=0)
+    assert res.info["numerical_rank"] == 3
+    assert np.all(res.s[3:] == 0) and np.all(res.s[:3] > 0)
+    np.testing.assert_allclose(res.U.T @ res.U, np.eye(5), atol=1e-12)

@@ -75,8 +75,13 @@ def select_rows_cols(src, n_rows, n_cols, *, sampling, rng, rank):
     if sampling == "aca":
         return select_aca(src, n_rows, n_cols, rng=rng, rank=rank)
     if sampling in ("uniform", "norm"):
-        from . import _basic  # written alongside asym_nystrom
+        from .._validation import Tracked
+        from . import _basic
 
+        # norm sampling reads the norms through the counting wrapper (one pass, or the
+        # source's own row/column norms)
+        if not isinstance(src, Tracked):
+            src = Tracked(src, False)
         return _basic.select_basic(src, n_rows, n_cols, sampling=sampling, rng=rng)
     if sampling == "rpcholesky":
         raise ValueError('sampling="rpcholesky" chooses no rows and columns of G: it factors '
