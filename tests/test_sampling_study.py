@@ -61,6 +61,9 @@ def test_study_rows_and_costs(tiny_study):
     rows = tiny_study["rows"]
     assert {r["family"] for r in rows} == {"rare", "plain"}
     assert all(set(ROW_FIELDS) <= set(r) for r in rows)
+    # every run's warnings are counted and kept: a message per distinct warning
+    assert all(r["n_warnings"] >= len(r["warnings"]) for r in rows)
+    assert all(r["n_warnings"] == 0 or r["warnings"] for r in rows)
     for r in rows:
         assert 0 <= r["error"] <= 1
         assert r["entries_frac"] == pytest.approx(r["entries"] / 400**2, rel=1e-6)

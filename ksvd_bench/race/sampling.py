@@ -25,10 +25,12 @@ columns), :func:`write_sampling` (``sampling.json``, ``sampling.csv``, ``samplin
 from __future__ import annotations
 
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
+
+from ksvd_bench._scoring import warning_fields
+from ksvd_bench.race._common import counting_warnings
 
 __all__ = ["SAMPLINGS", "PLAIN_RPCHOLESKY", "BASELINES", "FAMILIES", "sampling_study",
            "format_sampling", "write_sampling", "rpcholesky_at_scale", "make_family"]
@@ -102,8 +104,7 @@ def _run(src, P, ref, rank, method, options, seed):
     N, M = src.shape
     U0, V0 = ref[0][:, :rank], ref[2][:, :rank]
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with counting_warnings() as caught:
         if method == PLAIN_RPCHOLESKY:
             from solvers.sampling import rpcholesky_svd
 
@@ -121,7 +122,7 @@ def _run(src, P, ref, rank, method, options, seed):
     return {"error": max(su, sv), "sin_u": su, "sin_v": sv, "entries": int(entries),
             "entries_frac": entries / (N * M), "n_passes": float(info["n_passes"]),
             "seconds": seconds, "clusters_x": cx, "clusters_z": cz, "rare_found": rare,
-            "reliable": bool(info.get("reliable", True)), "n_warnings": len(caught)}
+            **warning_fields(caught, info)}
 
 
 def sampling_study(*, n=6000, rank=20, families=FAMILIES,
@@ -160,7 +161,7 @@ def sampling_study(*, n=6000, rank=20, families=FAMILIES,
     dict
         ``"params"``, ``"families"`` (per family: sizes, cluster weights, rare clusters,
         ``s_ratio`` = s_{r+1} / s_1 of the reference) and ``"rows"`` (one dict per run, keys
-        :data:`ROW_FIELDS` plus ``n_warnings``).
+        :data:`ROW_FIELDS` plus ``n_warnings`` and ``warnings``, the messages).
     """
     from ksvd_bench.kernels import KernelSource
     from ksvd_bench.report import progress_bar
