@@ -299,8 +299,11 @@ class Scorer:
                 m["subspace"] = max(subspace_error(ref, out, rank=self.rank,
                                                    cluster_rtol=self.cluster_rtol))
         if self.track_residual:
-            m["residual_estimate"] = residual_estimate(self.res_src, out, weights=self.weights,
-                                                       cluster_rtol=self.cluster_rtol)
+            # the scoring pass made G V~ and G^T U~ already when it saw every triplet
+            whole = np.shape(out.U)[1] == U.shape[1]
+            m["residual_estimate"] = residual_estimate(
+                self.res_src, out, weights=self.weights, cluster_rtol=self.cluster_rtol,
+                products=(GV, GtU) if whole else None)
         m["value"] = m[self.metric]
         if self.stop == "reference":
             stopping = m["value"]

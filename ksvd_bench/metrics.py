@@ -713,7 +713,8 @@ def lowrank_error(
 # ---------------------------------------------------------------------------------------------
 
 
-def _products(G, approx):
+def _products(G, approx, products=None):
+    """The source, the triplets and ``(G V~, G^T U~)``: given, or two products."""
     src = as_source(G)
     U, s, V = _triplets(approx, "approx")
     if tuple(src.shape) != (U.shape[0], V.shape[0]):
@@ -721,6 +722,8 @@ def _products(G, approx):
             f"approx has U with {U.shape[0]} rows and V with {V.shape[0]} rows, but G has "
             f"shape {tuple(src.shape)}"
         )
+    if products is not None:
+        return (src, U, s, V, *_check_products(products, U, V))
     GV = np.asarray(src.matmat(V), dtype=np.float64)
     GtU = np.asarray(src.rmatmat(U), dtype=np.float64)
     return src, U, s, V, GV, GtU
@@ -898,6 +901,7 @@ def residual_estimate(
     ritz="auto",
     cluster_rtol=CLUSTER_RTOL,
     return_terms=False,
+    products=None,
 ):
     """Estimate eta from residuals alone (no reference SVD needed).
 
@@ -928,6 +932,9 @@ def residual_estimate(
     return_terms : bool, default=False
         Also return a dict with the per-triplet terms, gaps, Rayleigh quotients and the
         tail estimate.
+    products : pair of ndarray, optional
+        ``(G @ V~, G.T @ U~)`` if already computed (the driver's scoring pass has them):
+        then the estimate makes no product with ``G`` for them.
 
     Returns
     -------
@@ -999,7 +1006,7 @@ def residual_estimate(
     still makes the gap vanish: compute a few more triplets than ``rank``.
     """
     _check_estimate_options(weights, n_power_iter, block, ritz)
-    src, U, _, V, GV, GtU = _products(G, approx)
+    src, U, _, V, GV, GtU = _products(G, approx, products)
     k = U.shape[1]
     if rank is None:
         rank = k

@@ -510,3 +510,15 @@ def test_triplet_residual_ties_u_s_and_v():
         triplet_residual(G, half, scale=-1.0)
     with pytest.raises(ValueError, match="rank"):
         triplet_residual(G, half, rank=9)
+
+
+def test_residual_estimate_takes_the_products_it_would_compute():
+    rng = np.random.default_rng(3)
+    G = rng.standard_normal((40, 30))
+    U, s, Vt = np.linalg.svd(G + 0.01 * rng.standard_normal(G.shape), full_matrices=False)
+    approx = SimpleNamespace(U=U[:, :4], s=s[:4], V=Vt[:4].T)
+    own = residual_estimate(G, approx)
+    given = residual_estimate(G, approx, products=(G @ approx.V, G.T @ approx.U))
+    assert given == pytest.approx(own, rel=1e-12)
+    with pytest.raises(ValueError, match="products must have shapes"):
+        residual_estimate(G, approx, products=(G @ approx.V[:, :3], G.T @ approx.U))
