@@ -373,7 +373,3 @@ def check_sample_size(rank, sizes):
         if rank > size:
             raise ValueError(f"rank must be <= the sample size ({name} = {size}), got rank={rank}")
 
-
-# Private names kept for code written against them (ksvd_bench switches to the public ones).
-_check_int, _check_real = check_int, check_real
-_check_choice, _check_bool = check_choice, check_bool

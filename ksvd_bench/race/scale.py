@@ -367,6 +367,15 @@ def _check_memory_limit(memory_limit):
 
 
 
+def _machine_at(threads):
+    """:func:`machine_info` under the thread counts the cells ran with, as the other studies."""
+    from ksvd_bench._threads import solver_threads
+    from ksvd_bench.report import machine_info
+
+    with solver_threads(threads):
+        return machine_info()
+
+
 def run_scale(
     parts="both",
     *,
@@ -449,7 +458,7 @@ def run_scale(
     ScaleResult
     """
     from ksvd_bench._threads import check_threads
-    from ksvd_bench.report import machine_info, progress_bar
+    from ksvd_bench.report import progress_bar
 
     parts, sizes, methods = _check_settings(parts, sizes, methods, rank, time_limit, dtype,
                                             device)
@@ -515,7 +524,7 @@ def run_scale(
                         for m in methods[p] for n in sizes[p][-1:]} for p in parts},
         "dask": None if (client is None and scheduler is None) else
         (scheduler or client.scheduler.address),
-        "merged": bool(merge), "machine": machine_info(),
+        "merged": bool(merge), "machine": _machine_at(threads),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
     result = ScaleResult(rows=rows, exponents=fit_all(rows), references=references, meta=meta)
