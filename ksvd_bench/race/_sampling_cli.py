@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import argparse
 
-from ksvd_bench._cliargs import add_run_arguments, check_out, positive_float, positive_int
+from ksvd_bench._cliargs import (
+    add_run_arguments,
+    check_out,
+    positive_float,
+    positive_int,
+    print_result,
+)
 
 __all__ = ["add_parser", "check", "run"]
 
@@ -88,7 +94,4 @@ def run(args):
                                 progress=not args.no_progress, **extra)
     result["params"]["command"] = getattr(args, "command_line", None)
     result["params"]["threads"] = args.threads
-    print(format_sampling(result))
-    for kind, path in write_sampling(result, args.out).items():
-        print(f"{kind}: {path}")
-    return 0
+    return print_result(format_sampling(result), write_sampling(result, args.out))

@@ -255,6 +255,8 @@ def plot_sampling(result, path, target=TARGET):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ksvd_bench.report import save_figure
+
     fams = list(result["families"])
     fig, axes = plt.subplots(len(fams), 2, figsize=(12, 4.5 * len(fams)), squeeze=False)
     for row, fam in enumerate(fams):
@@ -275,11 +277,7 @@ def plot_sampling(result, path, target=TARGET):
             ax.set_title(f"{fam} clusters, N = M = {result['params']['n']}", fontsize=9)
             ax.legend(fontsize=7)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def write_sampling(result, out):
@@ -288,10 +286,11 @@ def write_sampling(result, out):
 
     out = Path(out)
     columns = list(ROW_FIELDS) + sorted({k for r in result["rows"] for k in r} - set(ROW_FIELDS))
+    table = summary(result)
     return {
-        "json": str(write_json(out / "sampling.json", {**result, "summary": summary(result)})),
+        "json": str(write_json(out / "sampling.json", {**result, "summary": table})),
         "csv": str(write_csv(out / "sampling.csv", result["rows"], columns)),
-        "summary_csv": str(write_csv(out / "sampling_summary.csv", summary(result))),
+        "summary_csv": str(write_csv(out / "sampling_summary.csv", table)),
         "png": str(plot_sampling(result, out / "sampling.png")),
     }
 
