@@ -356,8 +356,7 @@ def asym_nystrom(
     ----------
     G : ndarray, sparse matrix, LinearOperator or matrix source of shape (N, M)
         ``rows(idx)`` and ``cols(idx)`` build the answer; products are used only by the
-        a-posteriori check (``check_passes``), by norm sampling when the source has no
-        norms, and by ``sampling="arp"``'s sketch.
+        a-posteriori check (``check_passes``) and by ``sampling="arp"``'s sketch.
     rank : int
         Number of triplets, ``1 <= rank <= min(n_rows, n_samples)``.
     random_state : None, int or numpy.random.Generator, default=None
@@ -386,8 +385,8 @@ def asym_nystrom(
     core : {"stable", "paper"} or None, default=None
         None means ``"stable"``, or ``"paper"`` with ``orthogonalize=False`` (the raw
         extension is the paper's). ``"stable"``: the oversampled CUR
-        ``C (G[I, J])^+_eps R`` of Park & Nakatsukasa, computed through a QR of the sampled
-        columns. ``"paper"``: eq. (10) of Tao et al.
+        ``C (G[I, J])^+_eps R`` of Park & Nakatsukasa, computed through an SVD of the
+        sampled columns. ``"paper"``: eq. (10) of Tao et al.
         on the block's top ``rank`` triplets, as the paper's tables used it. See Notes.
     check_passes : int, default=1
         Products with ``G`` or ``G.T`` spent on the a-posteriori check of the values (0

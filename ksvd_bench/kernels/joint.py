@@ -24,6 +24,8 @@ import scipy.sparse as sp
 
 from solvers import check_index
 
+from .matrix import squared_norms
+
 __all__ = ["JointKernel", "joint_kernel_of"]
 
 _EXP, _T, _LINEAR, _POLY = "exp", "t", "linear", "poly"
@@ -85,15 +87,9 @@ class JointKernel:
         # float64 copies: columns are computed from cross products in float64
         self._X = X.astype(np.float64) if sp.issparse(X) else np.ascontiguousarray(X, np.float64)
         self._Z = Z.astype(np.float64) if sp.issparse(Z) else np.ascontiguousarray(Z, np.float64)
-        self._xx = self._sq(self._X)
-        self._zz = self._sq(self._Z)
+        self._xx = squared_norms(self._X)
+        self._zz = squared_norms(self._Z)
         self.n_entries = 0
-
-    @staticmethod
-    def _sq(V):
-        if sp.issparse(V):
-            return np.asarray(V.multiply(V).sum(axis=1), dtype=np.float64).ravel()
-        return np.einsum("ij,ij->i", V, V)
 
     @property
     def shape(self):

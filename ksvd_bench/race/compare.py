@@ -446,10 +446,11 @@ def run_compare(
     repeats : int, default=1
         Timings per found effort inside the driver (median).
     threads : int or None, default=1
-        Numba and BLAS threads for every solver, at most :func:`max_threads` (None: Numba's
-        current count). One thread by default: every solver gets the same, and on a shared
-        machine spinning BLAS/Numba threads make multi-threaded timings erratic (measured
-        here: 2 threads under load took 9x the CPU time of 1 thread for the same default run).
+        Numba and BLAS threads for every solver, at most
+        :func:`ksvd_bench._threads.max_threads` (None: Numba's current count). One thread by
+        default: every solver gets the same, and on a shared machine spinning BLAS/Numba
+        threads make multi-threaded timings erratic (measured here: 2 threads under load took
+        9x the CPU time of 1 thread for the same default run).
     random_state : int, default=0
         Root seed: the problem's seed and the source of the per-run seeds.
     problem_options : dict, optional
