@@ -97,7 +97,6 @@ class Tracked:
         self.n_matvec = 0
         self.n_products = 0
         self.n_block_entries = 0
-        self._norm_pass_counted = False
         for name in _OPTIONAL_MEMBERS:
             if hasattr(source, name):
                 setattr(self, name, getattr(self, "_" + name))
@@ -179,9 +178,7 @@ class Tracked:
         return self._checked(self.source.row_norms_sq(), "row_norms_sq()", self.shape[:1])
 
     def _col_norms_sq(self):
-        # Counted with row_norms_sq when both are asked for (one pass reads both).
-        if not self._norm_pass_counted:
-            self.n_block_entries += self.shape[0] * self.shape[1]
+        self.n_block_entries += self.shape[0] * self.shape[1]  # as row_norms_sq
         return self._checked(self.source.col_norms_sq(), "col_norms_sq()", self.shape[1:])
 
     def norms_sq(self):
@@ -191,13 +188,11 @@ class Tracked:
         streaming every row through ``rows`` in chunks (which the row counter records).
         """
         if hasattr(self, "row_norms_sq") and hasattr(self, "col_norms_sq"):
-            row = np.asarray(self.row_norms_sq(), np.float64)
-            self._norm_pass_counted = True
-            try:
-                col = np.asarray(self.col_norms_sq(), np.float64)
-            finally:
-                self._norm_pass_counted = False
-            return row, col
+            N, M = self.shape
+            self.n_block_entries += N * M  # one pass reads both
+            row = self._checked(self.source.row_norms_sq(), "row_norms_sq()", (N,))
+            col = self._checked(self.source.col_norms_sq(), "col_norms_sq()", (M,))
+            return np.asarray(row, np.float64), np.asarray(col, np.float64)
         N, M = self.shape
         row, col = np.zeros(N), np.zeros(M)
         step = max(1, _NORM_CHUNK_ENTRIES // M)
