@@ -119,3 +119,44 @@ class FusedPasses(SlowTiming):
         from ksvd_bench.kernels import kernel_matrix
 
         kernel_matrix(self.X, self.Z, "sne", gamma=self.gamma)
+
+
+class PassRoofline:
+    """Each fused pass timed against this machine's BLAS doing its products (issue 21).
+
+    ``track_blas_ratio`` records pass / BLAS (:func:`ksvd_bench.roofline.time_against_blas`:
+    ``X Z^T`` then times ``Omega`` and/or ``Psi`` at the same shape and dtype, exp left
+    out), on one thread, as the median over interleaved rounds of this process's CPU-time
+    ratio: a number that does not depend on the machine's speed or its load, so a
+    regression in the kernel code shows as a ratio that grows. RBF, d = 64, 40 columns.
+    """
+
+    params = (["float32", "float64"], ["matmat", "rmatmat", "sketch"], grid([2000], [4000]))
+    param_names = ["dtype", "pass", "n"]
+    timeout = 300
+
+    def setup(self, dtype, name, n):
+        from ksvd_bench.kernels import KernelSource
+        from ksvd_bench.roofline import blas_work, pass_operands
+
+        rng = np.random.default_rng(0)
+        d = 64
+        X = rng.standard_normal((n, d))
+        Z = rng.standard_normal((n, d))
+        Omega, Psi, Om_d, Psi_d = pass_operands(n, n, 40, dtype, seed=1)
+        S = KernelSource.from_points(X, Z, "rbf", gamma=float(np.sqrt(2.0 * d)), dtype=dtype)
+        Xd, Zd = X.astype(dtype), Z.astype(dtype)
+        run = {"matmat": lambda: S.matmat(Omega), "rmatmat": lambda: S.rmatmat(Psi),
+               "sketch": lambda: S.sketch(Omega, Psi)}[name]
+        self.pair = (run, lambda: blas_work(name, Xd, Zd, Omega=Om_d, Psi=Psi_d))
+        for fn in self.pair:  # compile or cache load, first-touch page faults
+            fn()
+
+    def track_blas_ratio(self, dtype, name, n):
+        from ksvd_bench._threads import solver_threads
+        from ksvd_bench.roofline import time_against_blas
+
+        with solver_threads(1):
+            return time_against_blas({name: self.pair}, repeats=5)[name]["cpu_ratio"]
+
+    track_blas_ratio.unit = "pass / BLAS"

@@ -37,9 +37,23 @@ from ksvd_bench.metrics import (
     triplet_residual,
 )
 from solvers import GAP_RTOL, frobenius_gap, probe_error
+from solvers._estimate import GAP_RTOL_FLOAT32  # not re-exported by solvers
 
-__all__ = ["Scorer", "recording_warnings", "warning_fields", "reemit", "exact_fro2",
-           "estimates", "estimate_error", "solver_estimate", "solver_kind", "choose_estimate"]
+__all__ = ["Scorer", "STATUSES", "recording_warnings", "warning_fields", "reemit",
+           "exact_fro2", "gap_rtol", "estimates", "estimate_error", "solver_estimate",
+           "solver_kind", "choose_estimate", "answer_status"]
+
+#: The verdict of one answer (``status`` of the driver's history entries and result):
+#:
+#: * ``"converged"``: accepted; its stopping quantity is within ``eps`` and it meets the
+#:   whole-triplet rule (with a reference: the measure within ``eps``, the singular values
+#:   within ``sv_tol``; always: the triplet residual within ``triplet_tol``, reliable);
+#: * ``"stopped early, wrong"``: a reference-free stop (``"estimate"``, ``"residual"``)
+#:   fired, and the reference shows the answer fails the rule (measure or singular values
+#:   out of tolerance): what that stop would have returned without a reference;
+#: * ``"unreliable"``: the solver marked it unreliable (``info["reliable"] = False``);
+#: * ``"not converged"``: anything else (the stop did not fire, or a check failed).
+STATUSES = ("converged", "not converged", "unreliable", "stopped early, wrong")
 
 #: longest warning message kept (a message quoting an array can be huge)
 MAX_MESSAGE = 400
@@ -79,22 +93,37 @@ def reemit(caught):
 
 
 def exact_fro2(src):
-    """``||G||_F^2`` where the source gives it without a pass, else None.
+    """``||G||_F^2`` where the source knows it exactly, else None (unknown).
 
-    Read from an exact ``frobenius_norm()`` member (the dense and sparse adapters, the lazy
-    kernel sources after their set-up pass; None from it means unknown) or the row or
-    column norms; ``norm_bound()`` is only an upper bound of ``||G||_2``, so it is not used.
+    Read from an exact ``frobenius_norm()`` member (the dense and sparse adapters; the lazy
+    kernel sources, whose centred norm costs one pass on the first call and which answer
+    None where rounding could have lost it) or the row or column norms;
+    ``norm_bound()`` is only an upper bound of ``||G||_2``, so it is not used. A zero is
+    never returned: a norm that reads 0 cannot be told from one lost to rounding, and
+    every answer's relative error would read 0.
     """
+    value = None
     member = getattr(src, "frobenius_norm", None)
     if callable(member):
-        value = member()
-        if value is not None:  # None: the source cannot tell without a pass
-            value = float(value) ** 2
-            return value if math.isfinite(value) else None
-    if any(callable(getattr(src, m, None)) for m in ("col_norms_sq", "row_norms_sq")):
-        value = frobenius_norm(src) ** 2
-        return value if math.isfinite(value) else None
-    return None
+        value = member()  # None: the source cannot tell
+    if value is None and any(callable(getattr(src, m, None))
+                             for m in ("col_norms_sq", "row_norms_sq")):
+        value = frobenius_norm(src)
+    if value is None:
+        return None
+    value = float(value) ** 2
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def gap_rtol(src):
+    """The smallest ``E^2 / ||G||_F^2`` at which the Frobenius gap is trusted on ``src``.
+
+    :data:`solvers.GAP_RTOL` in float64; :data:`solvers.GAP_RTOL_FLOAT32` for a float32
+    source (its ``||G||_F`` is given as known to ``5e-6`` relative,
+    :data:`ksvd_bench.kernels.source.FROBENIUS_RTOL`).
+    """
+    dtype = getattr(src, "dtype", np.float64)
+    return GAP_RTOL_FLOAT32 if np.dtype(dtype) == np.float32 else GAP_RTOL
 
 
 def _fused_pass(src, U, V, Omega):
@@ -110,20 +139,21 @@ def _fused_pass(src, U, V, Omega):
     return GR[:, :r], np.asarray(GtU, dtype=np.float64), GR[:, r:]
 
 
-def estimates(U, GtU, G_Omega, fro2):
+def estimates(U, GtU, G_Omega, fro2, rtol=GAP_RTOL):
     """``(gap, probe)`` estimates of ``||G - Un Un^T G||_F`` (``Un``: ``U`` with unit columns).
 
-    ``gap`` is NaN where ``fro2`` (``||G||_F^2``) is None or the gap is not resolved.
+    ``gap`` is NaN where ``fro2`` (``||G||_F^2``) is None or 0 (unknown) or the gap is
+    below ``rtol * fro2`` (not resolved).
     """
     nu = np.linalg.norm(U, axis=0)
     nu[nu == 0] = 1.0
     Un, GtUn = U / nu, GtU / nu
     gap = math.nan
-    if fro2 is not None:
+    if fro2:
         # ||G - Un Un^T G||_F^2 = fro2 - (2 ||Un^T G||^2 - <Un^T G, Un^T Un Un^T G>)
         captured = (2.0 * float(np.einsum("ij,ij->", GtUn, GtUn))
                     - float(np.sum((GtUn @ (Un.T @ Un)) * GtUn)))
-        gap = frobenius_gap(fro2, min(max(captured, 0.0), fro2), rtol=GAP_RTOL)
+        gap = frobenius_gap(fro2, min(max(captured, 0.0), fro2), rtol=rtol)
     return gap, probe_error(G_Omega, Un)
 
 
@@ -175,7 +205,7 @@ def estimate_error(G, approx, *, rank=None, fro2=None, n_probes=10, random_state
         U, V = U[:, :rank], V[:, :rank]
     Omega = np.random.default_rng(random_state).standard_normal((V.shape[0], n_probes))
     GV, GtU, G_Omega = _fused_pass(G, U, V, Omega)
-    gap, probe = estimates(U, GtU, G_Omega, fro2)
+    gap, probe = estimates(U, GtU, G_Omega, fro2, gap_rtol(G))
     solver = solver_estimate(approx.info, rank=U.shape[1], n_triplets=len(approx.s))
     estimate, kind, factor = choose_estimate(gap, solver, solver_kind(approx.info), probe,
                                              safety)
@@ -215,13 +245,29 @@ def _nan_measures():
             "solver_error_estimate": nan}
 
 
+def answer_status(*, fired, triplet_ok, reference_ok, reliable, stop):
+    """The verdict of one answer, one of :data:`STATUSES`.
+
+    ``fired``: its stopping quantity is within ``eps``; ``triplet_ok``: the reference-free
+    check (triplet residual) holds; ``reference_ok``: with a reference, the measure and the
+    singular values are within tolerance (True without one: nothing to check).
+    """
+    if not reliable:
+        return "unreliable"
+    if fired and triplet_ok and reference_ok:
+        return "converged"
+    if fired and triplet_ok and stop != "reference":
+        return "stopped early, wrong"
+    return "not converged"
+
+
 @dataclass
 class Scorer:
     """Every measure and check of one answer, as the driver records it.
 
     ``fro2`` is ``||G||_F^2`` when known exactly (None: the probes estimate it, pooled over
     the answers scored so far). ``safety`` multiplies a probe-based estimate in the stopping
-    value; the gap needs none.
+    value; the gap needs none. ``gap_rtol`` is where the gap is trusted (:func:`gap_rtol`).
     """
 
     src: object
@@ -240,6 +286,7 @@ class Scorer:
     eps: float = 0.0
     sv_tol: float = 0.0
     triplet_tol: float = 0.0
+    gap_rtol: float = GAP_RTOL
     _probe_sum: float = field(default=0.0, repr=False)
     _probe_cols: int = field(default=0, repr=False)
 
@@ -251,12 +298,18 @@ class Scorer:
         if self.lowrank_method == "pass":
             return lowrank_error(self.src, self.reference, out, rank=self.rank, method="pass")
         if self.fro2 is None:  # once per sweep: the products route needs ||G||_F (a pass)
-            self.fro2 = frobenius_norm(self.res_src) ** 2
+            value = frobenius_norm(self.res_src) ** 2
+            self.fro2 = value if math.isfinite(value) and value > 0 else None
+        if self.fro2 is None:
+            return math.nan
         return lowrank_error(self.res_src, self.reference, out, rank=self.rank,
                              method="products", norm_fro=math.sqrt(self.fro2))
 
     def _estimate(self, U, GtU, G_Omega, out):
-        """``(absolute estimate, relative estimate, kind, stopping factor)``."""
+        """``(absolute estimate, relative estimate, kind, stopping factor)``.
+
+        The relative estimate is NaN where ``||G||_F`` is 0 or unknown: never 0.
+        """
         if self.fro2 is None:
             # ||G Omega||_F^2 / k is unbiased for ||G||_F^2; pooled over all answers so far.
             self._probe_sum += float(np.einsum("ij,ij->", G_Omega, G_Omega))
@@ -264,22 +317,45 @@ class Scorer:
             fro2 = self._probe_sum / self._probe_cols
         else:
             fro2 = self.fro2
-        gap, probe = estimates(U, GtU, G_Omega, self.fro2)
+        gap, probe = estimates(U, GtU, G_Omega, self.fro2, self.gap_rtol)
         solver = solver_estimate(out.info, rank=self.rank, n_triplets=len(out.s))
         error, kind, factor = choose_estimate(gap, solver, solver_kind(out.info), probe,
                                               self.safety)
-        norm = math.sqrt(max(fro2, 0.0))
-        relative = error / norm if norm > 0 else 0.0
-        return error, relative, kind, factor
+        norm = math.sqrt(fro2) if math.isfinite(fro2) and fro2 > 0 else math.nan
+        return error, error / norm, kind, factor
+
+    def _read_solver_fro2(self, info):
+        if self.fro2 is None and isinstance(info, dict) and "fro2" in info:
+            value = float(info["fro2"])  # the solver knew ||G||_F^2 exactly
+            self.fro2 = value if math.isfinite(value) and value > 0 else None
+
+    def _reference_measures(self, out, m):
+        ref = self.reference
+        m["sv_error"] = sv_error(ref, out, rank=self.rank)
+        m["eta"] = eta(ref, out, weights=self.weights, rank=self.rank,
+                       cluster_rtol=self.cluster_rtol)
+        if "lowrank" in self.track:
+            m["lowrank"] = self._lowrank(out)
+        if "subspace" in self.track:
+            m["subspace"] = max(subspace_error(ref, out, rank=self.rank,
+                                               cluster_rtol=self.cluster_rtol))
+
+    def _stopping(self, m, factor):
+        if self.stop == "reference":
+            return m["value"]
+        if self.stop == "estimate":
+            return factor * m["relative_error_estimate"]
+        return m["residual_estimate"]
 
     def __call__(self, out, probe_seed):
-        """``(measures, stopping value, ranking score, accepted)`` of one answer."""
+        """``(measures, stopping value, ranking score, status)`` of one answer.
+
+        ``status`` is one of :data:`STATUSES`; ``"converged"`` accepts the answer.
+        """
         m = _nan_measures()
         U = np.asarray(out.U, dtype=np.float64)[:, :self.rank]
         V = np.asarray(out.V, dtype=np.float64)[:, :self.rank]
-        if self.fro2 is None and isinstance(out.info, dict) and "fro2" in out.info:
-            value = float(out.info["fro2"])  # the solver knew ||G||_F^2 exactly
-            self.fro2 = value if math.isfinite(value) and value >= 0 else None
+        self._read_solver_fro2(out.info)
         rng = np.random.default_rng(probe_seed)
         Omega = rng.standard_normal((V.shape[0], self.n_probes))
         GV, GtU, G_Omega = _fused_pass(self.res_src, U, V, Omega)
@@ -290,14 +366,7 @@ class Scorer:
         m.update(error_estimate=error, relative_error_estimate=relative, estimate_kind=kind,
                  solver_error_estimate=solver_estimate(out.info))
         if ref is not None:
-            m["sv_error"] = sv_error(ref, out, rank=self.rank)
-            m["eta"] = eta(ref, out, weights=self.weights, rank=self.rank,
-                           cluster_rtol=self.cluster_rtol)
-            if "lowrank" in self.track:
-                m["lowrank"] = self._lowrank(out)
-            if "subspace" in self.track:
-                m["subspace"] = max(subspace_error(ref, out, rank=self.rank,
-                                                   cluster_rtol=self.cluster_rtol))
+            self._reference_measures(out, m)
         if self.track_residual:
             # the scoring pass made G V~ and G^T U~ already when it saw every triplet
             whole = np.shape(out.U)[1] == U.shape[1]
@@ -305,12 +374,7 @@ class Scorer:
                 self.res_src, out, weights=self.weights, cluster_rtol=self.cluster_rtol,
                 products=(GV, GtU) if whole else None)
         m["value"] = m[self.metric]
-        if self.stop == "reference":
-            stopping = m["value"]
-        elif self.stop == "estimate":
-            stopping = factor * relative
-        else:
-            stopping = m["residual_estimate"]
+        stopping = self._stopping(m, factor)
         if ref is not None:
             ranking = m["value"]
         elif self.stop == "residual":
@@ -318,8 +382,10 @@ class Scorer:
         else:
             ranking = relative
         reliable = bool(out.info.get("reliable", True)) if isinstance(out.info, dict) else True
-        accepted = bool(stopping <= self.eps
-                        and not m["sv_error"] > self.sv_tol  # NaN: no reference, no check
-                        and m["triplet_residual"] <= self.triplet_tol
-                        and reliable)
-        return m, stopping, ranking, accepted
+        # NaN compares False: a quantity that could not be computed never passes
+        reference_ok = ref is None or bool(m["value"] <= self.eps
+                                           and m["sv_error"] <= self.sv_tol)
+        status = answer_status(fired=bool(stopping <= self.eps),
+                               triplet_ok=bool(m["triplet_residual"] <= self.triplet_tol),
+                               reference_ok=reference_ok, reliable=reliable, stop=self.stop)
+        return m, stopping, ranking, status

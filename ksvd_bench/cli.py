@@ -2,15 +2,19 @@
 
 Sub-commands
 ------------
-``compare``         race every solver to each tolerance (the paper's Tables 3 and 4)
+``compare``         race every solver to each tolerance; ends with the headline, writes
+                    report.html (the paper's Tables 3 and 4 with ``--full``)
 ``spectrum``        asym Nystrom vs RSVD across bandwidths (the paper's spectrum figure)
 ``residual-study``  how the reference-free residual estimate relates to eta
 ``scale``           cost against size: seconds, passes, peak memory, accuracy per method
 ``sampling``        asym Nystrom samplers raced by entries read and by passes (issue 15)
 ``reproduce``       the paper's feature-learning experiments (tables and figures)
+``suite``           race a fixed, versioned problem collection; performance profiles
+``roofline``        the fused passes timed against this machine's BLAS
 
 Each sub-command lives in a module with an ``add_*`` / ``add_parser(subparsers)`` function
-(:mod:`ksvd_bench.race._cli`, :mod:`ksvd_bench.paper._reproduce_cli`); a new one is added by
+(:mod:`ksvd_bench.race.compare.cli`, :mod:`ksvd_bench.race.commands`,
+:mod:`ksvd_bench.race.scale.cli`, :mod:`ksvd_bench.paper._reproduce_cli`); a new one is added by
 listing its function in :func:`_subcommands`. A leaf parser sets ``func`` (the work) and may
 set ``check(args, parser)``, which :func:`main` calls after parsing and before any work, so
 that a bad combination of flags or an unwritable ``--out`` is reported at once (exit status 2,
@@ -31,12 +35,16 @@ __all__ = ["build_parser", "main"]
 
 def _subcommands():
     """The ``add_parser``-style functions of every sub-command, in ``--help`` order."""
+    from ksvd_bench import roofline
     from ksvd_bench.paper import _reproduce_cli
-    from ksvd_bench.race import _cli as race_cli
-    from ksvd_bench.race import _sampling_cli, _scale_cli
+    from ksvd_bench.race import commands
+    from ksvd_bench.race.compare import cli as compare_cli
+    from ksvd_bench.race.scale import cli as scale_cli
+    from ksvd_bench.race.suite import cli as suite_cli
 
-    return (*race_cli.SUBCOMMANDS, _scale_cli.add_parser, _sampling_cli.add_parser,
-            _reproduce_cli.add_parser)
+    return (compare_cli.add_compare, commands.add_spectrum, commands.add_residual_study,
+            scale_cli.add_parser, commands.add_sampling, _reproduce_cli.add_parser,
+            suite_cli.add_parser, roofline.add_parser)
 
 
 def build_parser():

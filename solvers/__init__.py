@@ -48,7 +48,13 @@ from ._source import (
     check_index,
     source_to_dense,
 )
-from ._validation import METHODS, OPTIONS, check_method_options, check_random_state
+from ._validation import (
+    METHODS,
+    OPTIONS,
+    check_choice,
+    check_method_options,
+    check_random_state,
+)
 from .generalized_nystrom import generalized_nystrom
 from .krylov import block_krylov
 from .nystrom import asym_nystrom, sym_nystrom
@@ -74,6 +80,7 @@ __all__ = [
     "SparseSource",
     "OperatorSource",
     "check_random_state",
+    "check_choice",
     "fix_signs",
     "check_index",
     # error estimates without a reference (issue 15 §2)
@@ -173,5 +180,5 @@ def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
     the source computes them or streams its rows). ``info["entries_read"]`` of the Nyström
     methods is ``n_passes * N * M``.
     """
-    check_method_options(method, options)
+    method = check_method_options(method, options)  # names are case-insensitive
     return _FUNCTIONS[method](G, rank, random_state=random_state, **options)

@@ -108,7 +108,9 @@ def frobenius_gap(fro2, captured_fro2, *, rtol=GAP_RTOL):
     Returns
     -------
     error : float
-        ``||G - Q Q^T G||_F``, or NaN when the gap is too small to resolve. 0 for ``G = 0``.
+        ``||G - Q Q^T G||_F``, or NaN when the gap is too small to resolve, and NaN for
+        ``fro2 = 0``: a norm that reads 0 is not told apart from one lost to rounding (a
+        centred kernel far from the origin), so it never vouches for an answer.
 
     Raises
     ------
@@ -127,7 +129,7 @@ def frobenius_gap(fro2, captured_fro2, *, rtol=GAP_RTOL):
     captured = _check_nonneg(captured_fro2, "captured_fro2")
     rtol = _check_nonneg(rtol, "rtol")
     if fro2 == 0.0:
-        return 0.0
+        return float("nan")
     gap = fro2 - captured
     if gap < rtol * fro2:
         return float("nan")

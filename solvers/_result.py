@@ -74,6 +74,9 @@ class SVDResult:
 def fix_signs(U, V):
     """Flip column pairs in place so the largest-magnitude entry of each ``U[:, i]`` is > 0.
 
+    :func:`sklearn.utils.extmath.svd_flip` (``u_based_decision=True``) on ``U`` and ``V^T``;
+    a zero column of ``U`` (and its ``V`` column) is left as it is.
+
     Parameters
     ----------
     U, V : ndarray of shape (N, k) and (M, k)
@@ -84,13 +87,15 @@ def fix_signs(U, V):
     U, V : ndarray
         The same arrays, for chaining. ``U[:, i] * V[:, i].T`` is unchanged.
     """
-    if U.shape[1] == 0:
-        return U, V
-    top = np.argmax(np.abs(U), axis=0)
-    sign = np.sign(U[top, np.arange(U.shape[1])])
-    sign[sign == 0] = 1
-    U *= sign
-    V *= sign
+    from sklearn.utils.extmath import svd_flip  # here: sklearn is slow to import
+
+    live = np.any(U, axis=0)  # a zero column has no sign; svd_flip would zero its V
+    if live.all():
+        svd_flip(U, V.T, u_based_decision=True)  # flips the rows of V^T: V in place
+    elif live.any():
+        Ul, Vl = U[:, live], V[:, live]
+        svd_flip(Ul, Vl.T, u_based_decision=True)
+        U[:, live], V[:, live] = Ul, Vl
     return U, V
 
 

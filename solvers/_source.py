@@ -123,6 +123,28 @@ def check_real_dtype(dtype, name="G"):
     return dtype
 
 
+#: Magnitudes whose squares, summed over up to 1e16 entries, neither underflow nor overflow.
+_SAFE_SQUARES = (1e-140, 1e140)
+
+
+def frobenius_of(values):
+    """``sqrt(sum(values^2))`` in float64 without underflow or overflow of the squares.
+
+    0.0 only when every entry is exactly 0 (checked, not inferred from a sum that may have
+    underflowed); entries far from 1 in magnitude are scaled by the largest one first.
+    """
+    A = np.asarray(values).reshape(-1)  # a view for a contiguous array
+    if A.size == 0:
+        return 0.0
+    amax = float(max(np.max(A), -np.min(A)))  # no |A| copy
+    if amax == 0.0:
+        return 0.0
+    if _SAFE_SQUARES[0] <= amax <= _SAFE_SQUARES[1]:
+        return float(np.sqrt(np.einsum("i,i->", A, A, dtype=np.float64)))
+    B = A.astype(np.float64) / amax
+    return amax * float(np.sqrt(np.einsum("i,i->", B, B)))
+
+
 def _float_dtype(dtype):
     dtype = check_real_dtype(dtype)
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
@@ -182,13 +204,16 @@ class DenseSource:
     def norm_bound(self):
         """The Frobenius norm, an upper bound on ``||G||_2`` (computed once)."""
         if self._norm_bound is None:
-            # Accumulated in float64: a float32 sum could round below the true norm.
-            self._norm_bound = float(np.sqrt(np.einsum("ij,ij->", self.G, self.G,
-                                                       dtype=np.float64)))
+            # Accumulated in float64 (a float32 sum could round below the true norm), scaled
+            # where the squares would underflow or overflow.
+            self._norm_bound = frobenius_of(self.G)
         return self._norm_bound
 
     def frobenius_norm(self):
-        """``||G||_F``, exact to rounding (computed once, with :meth:`norm_bound`)."""
+        """``||G||_F``, exact to rounding (computed once, with :meth:`norm_bound`).
+
+        0.0 only for a ``G`` whose entries are all exactly 0 (checked entry by entry).
+        """
         return self.norm_bound()
 
     def dense(self):
@@ -239,11 +264,14 @@ class SparseSource:
     def norm_bound(self):
         """The Frobenius norm, an upper bound on ``||G||_2`` (computed once)."""
         if self._norm_bound is None:
-            self._norm_bound = float(np.linalg.norm(self.csr.data.astype(np.float64)))
+            self._norm_bound = frobenius_of(self.csr.data)
         return self._norm_bound
 
     def frobenius_norm(self):
-        """``||G||_F``, exact to rounding (computed once, with :meth:`norm_bound`)."""
+        """``||G||_F``, exact to rounding (computed once, with :meth:`norm_bound`).
+
+        0.0 only for a ``G`` whose stored entries are all exactly 0 (checked).
+        """
         return self.norm_bound()
 
     def dense(self):

@@ -20,6 +20,7 @@ __all__ = [
     "METHODS",
     "OPTIONS",
     "check_args",
+    "check_choice",
     "check_method_options",
     "check_random_state",
     "Tracked",
@@ -50,6 +51,7 @@ OPTIONS = {
         "orthogonalize",
         "core",
         "check_passes",
+        "certificate_budget",
     ),
 }
 
@@ -245,13 +247,37 @@ def check_real(name, value, low, high=None, *, high_open=False):
     return value
 
 
-def check_choice(name, value, choices, *, casefold=True):
-    """The member of ``choices`` that ``value`` names (case-insensitive by default)."""
+def check_choice(name, value, choices):
+    """The member of ``choices`` that the string ``value`` names, ignoring case.
+
+    The one rule for every string option of ``solvers`` and ``ksvd_bench`` (``method``,
+    ``sampling``, ``core``, ``backend``, ``device``, ``setup``, ``kernel``, ...): names are
+    case-insensitive, and the canonical spelling (the one in ``choices``) is returned, so
+    ``"RSVD"``, ``"Rsvd"`` and ``"rsvd"`` all run, and are recorded, as ``"rsvd"``.
+    Anything else (another name, a non-string) is a ValueError that lists the choices.
+    """
     if isinstance(value, str):
+        folded = value.casefold()
         for c in choices:
-            if value == c or (casefold and value.lower() == c.lower()):
+            if isinstance(c, str) and folded == c.casefold():
                 return c
     raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+
+
+def check_no_core(core, orthogonalize):
+    """Refuse ``core``/``orthogonalize`` with ``sampling="rpcholesky"``, which has no core.
+
+    RPCholesky returns the exact SVD of its own factorisation of the joint kernel: neither
+    the stable nor the paper's core runs, so a ``core`` other than None (or the paper's raw
+    extension, ``orthogonalize=False``) would be recorded without applying.
+    """
+    if core is not None or not orthogonalize:
+        given = f"core={core!r}" if core is not None else "orthogonalize=False"
+        raise ValueError(
+            f'{given} does not apply to sampling="rpcholesky": it factors the joint PSD '
+            "kernel and returns the exact SVD of that factorisation, with no core "
+            "(leave core=None and orthogonalize=True; info['core'] is then None)"
+        )
 
 
 def check_bool(name, value):
@@ -289,9 +315,9 @@ def check_indices(name, idx, n, axis_name):
 
 
 def check_method_options(method, options):
-    """Check ``method`` and that every option belongs to it (used by :func:`solvers.svd`)."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
+    """``method``'s canonical name (:func:`check_choice`), after checking that every option
+    belongs to it (used by :func:`solvers.svd`)."""
+    method = check_choice("method", method, METHODS)
     for name in options:
         if name in OPTIONS[method]:
             continue
@@ -305,6 +331,7 @@ def check_method_options(method, options):
             f"unknown option {name!r} for method {method!r} "
             f"(valid options: {', '.join(OPTIONS[method])})"
         )
+    return method
 
 
 def _check_finite_input(source):

@@ -34,15 +34,32 @@ def test_subcommands_are_registered():
     assert {"compare", "spectrum", "residual-study", "reproduce"} <= set(sub.choices)
 
 
+def _compare_args(*argv):
+    """``compare``'s arguments as its run sees them (defaults that depend on other flags
+    resolved, as ``check`` does before any work)."""
+    from ksvd_bench.race.compare.cli import _resolve_defaults
+
+    args = build_parser().parse_args(["compare", *argv])
+    _resolve_defaults(args)
+    return args
+
+
 def test_compare_defaults_match_the_issue():
-    args = build_parser().parse_args(["compare"])
+    # issue 19: the default race is the strict measures at 0.1 and 0.01 with 3 seeds
+    args = _compare_args()
     assert args.dataset == ["cora"] and args.kernel == "sne" and args.rank == 20
-    assert args.eps == [0.1, 0.01] and args.seeds == 5 and args.center is True
-    assert args.weights == ["singular_values", "relative", "uniform", "lowrank"]
-    assert args.threads == 1 and args.wide is False
-    assert build_parser().parse_args(["compare", "--no-center"]).center is False
+    assert args.eps == [0.1, 0.01] and args.seeds == 3 and args.center is True
+    assert args.weights == ["uniform", "lowrank"]
+    assert args.threads == 1 and args.wide is False and args.table is False
+    # today's full grid behind --full; explicit flags still win
+    full = _compare_args("--full")
+    assert full.weights == ["singular_values", "relative", "uniform", "lowrank"]
+    assert full.seeds == 5
+    assert _compare_args("--full", "--seeds", "2").seeds == 2
+    assert _compare_args("--wide").table is True
+    assert _compare_args("--no-center").center is False
     # --weights stays an alias of --measures
-    assert build_parser().parse_args(["compare", "--weights", "uniform"]).weights == ["uniform"]
+    assert _compare_args("--weights", "uniform").weights == ["uniform"]
 
 
 @pytest.mark.parametrize(
@@ -117,7 +134,7 @@ def test_tiny_compare_run(tmp_path, capsys):
     code = main(["compare", "--dataset", "synthetic", "--size", "90", "70", "--rank", "3",
                  "--eps", "0.1", "--measures", "uniform", "lowrank", "--seeds", "2",
                  "--max-effort", "30", "--out", str(out), "--no-progress", "--threads", "1",
-                 "--methods", "tsvd", "rsvd", "asym_nystrom", "asym_nystrom_norm",
+                 "--methods", "tsvd", "rsvd", "asym_nystrom", "asym_nystrom_norm", "--table",
                  "--record", str(tmp_path / "kept" / "race.json")])
     assert code == 0
     text = capsys.readouterr().out
@@ -147,12 +164,38 @@ def test_rank_one_on_a_small_synthetic_problem(tmp_path, capsys):
     """``--rank 1 --size 10 10`` plants min(max(1, 20), 10) triplets instead of failing."""
     code = main(["compare", "--dataset", "synthetic", "--size", "12", "10", "--rank", "1",
                  "--eps", "0.1", "--measures", "uniform", "--seeds", "1", "--methods", "tsvd",
-                 "rsvd", "--no-residual", "--out", str(tmp_path), "--no-progress"])
+                 "rsvd", "--no-residual", "--out", str(tmp_path), "--no-progress", "--table"])
     assert code == 0
     assert "r=1" in capsys.readouterr().out
     payload = json.loads((tmp_path / "compare.json").read_text())
     assert payload["meta"]["rank"] == 1
     assert {r["method"] for r in payload["rows"]} == {"tsvd", "rsvd"}
+
+
+def test_compare_ends_with_the_headline(tmp_path, capsys):
+    # issue 19 section 5: no table unless asked; the headline last, then the page's path;
+    # one line per distinct warning message on stderr, none of Python's own warning lines
+    out = tmp_path / "res"
+    code = main(["compare", "--dataset", "synthetic", "--size", "60", "50", "--rank", "8",
+                 "--planted-rank", "4", "--seeds", "2", "--methods", "rsvd", "asym_nystrom",
+                 "sym_nystrom", "--max-effort", "12", "--out", str(out), "--no-progress"])
+    assert code == 0
+    captured = capsys.readouterr()
+    lines = captured.out.rstrip("\n").splitlines()
+    assert lines[-1] == f"report: {out / 'report.html'}"
+    assert (out / "report.html").stat().st_size > 0
+    start = next(i for i, line in enumerate(lines) if line.startswith("Fastest right answer"))
+    assert len(lines) - start <= 30
+    assert "synthetic 60x50" not in captured.out  # the table stays behind --table
+    assert "eta[uniform], eps 1e-1" in captured.out and "lowrank, eps 1e-2" in captured.out
+    err = [line for line in captured.err.splitlines() if line.strip()]
+    assert not [line for line in err if re.search(r"\.py:\d+: \w*Warning", line)], err
+    assert len(err) == len(set(err)) and len(err) <= 12
+    payload = json.loads((out / "compare.json").read_text())
+    n_rows = sum(r["n_warnings"] for r in payload["rows"])
+    if n_rows:  # the rank-deficient samples warn: counted per solver in the headline
+        assert any(line.startswith("warnings") and "nystrom" in line for line in lines)
+        assert any("Warning (" in line for line in err)
 
 
 def test_wide_table(tmp_path, capsys):
@@ -204,6 +247,16 @@ def test_spectrum_on_a_small_graph(tmp_path, small_graph):
     assert result.meta["threads"] == 1
     text = repr(result)
     assert len(text) < 300 and "array" not in text
+    # issue 19 section 1: a converged method meets every part of the rule, in the JSON too
+    from ksvd_bench.race.common import audit_rows
+
+    payload = json.loads((tmp_path / "spectrum.json").read_text())
+    assert audit_rows(payload["rows"]) == []
+    for r in payload["rows"]:
+        for m in ("asym_nystrom", "rsvd"):
+            assert r[f"{m}_status"] in ("converged", "not converged", "unreliable")
+            assert (r[f"{m}_status"] == "converged") == r[f"{m}_converged"]
+            assert r[f"{m}_triplet_residual"] >= 0 and r["eps"] == 0.1
 
 
 def test_spectrum_marks_vacuous_tolerances(small_graph):
@@ -278,7 +331,7 @@ def test_tiny_rare_clusters_compare_run(tmp_path, capsys):
     status = main(["compare", "--dataset", "rare-clusters", "--size", "120", "100",
                    "--rank", "3", "--seeds", "1", "--eps", "0.1", "--measures", "lowrank",
                    "--methods", "rsvd", "asym_nystrom_paper", "asym_nystrom_rpcholesky",
-                   "--no-residual", "--out", str(out), "--no-progress"])
+                   "--no-residual", "--out", str(out), "--no-progress", "--table"])
     assert status == 0
     text = capsys.readouterr().out
     assert "rare-clusters 120x100, sne kernel" in text

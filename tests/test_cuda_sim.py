@@ -4,8 +4,11 @@ Numba reads ``NUMBA_ENABLE_CUDASIM`` once, at import, and the rest of the suite 
 the real (CPU) Numba: so in a normal run this module holds only :func:`test_simulator`,
 which runs the module again in a fresh interpreter with ``NUMBA_ENABLE_CUDASIM=1``, where the
 tests below are defined. The simulator runs every CUDA thread as a Python thread (about
-1e4x slower than the GPU), so the sizes are tiny; they still cut G into several ragged
-tiles (N and M not multiples of the tile) where a test says so.
+1e4x slower than the GPU), so the sizes are tiny, and the kernels run there in the
+simulator's layout (``_cuda_kernels.SIM_LAYOUT``: 16-thread blocks, small tiles; the same
+code as the GPU's): every test cuts G into several ragged tiles (N and M not multiples of
+the tile). ``tests/test_cuda_ptx.py`` compiles the GPU layout's kernels. How the import of
+the CUDA target fails is tested in ``tests/test_cuda_import.py``.
 
 On a machine with a GPU, ``KSVD_BENCH_TEST_GPU=1 pytest tests/test_cuda_sim.py`` runs the
 same tests on the real device instead.
@@ -32,19 +35,6 @@ def _run_child(env_extra, args, timeout=_CHILD_TIMEOUT):
                           timeout=timeout, check=False, cwd=os.path.dirname(__file__) + "/..")
 
 
-def test_load_cuda_without_numba_cuda(monkeypatch):
-    """Without the package, ``device="cuda"`` says to install the extra (no import needed)."""
-    import importlib.util
-
-    from ksvd_bench.kernels.backends import _cuda_import
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "numba_cuda" else real(name, *a))
-    with pytest.raises(ImportError, match=r"CUDA target.*not installed.*\[cuda\].*numba-cuda"):
-        _cuda_import.load_cuda()
-
-
 if not _SIM:
 
     def test_simulator():
@@ -63,7 +53,7 @@ if not _SIM:
         code = (
             "import numpy as np\n"
             "from ksvd_bench.kernels import KernelSource\n"
-            "from ksvd_bench.kernels.backends._cuda_import import CudaUnavailableError\n"
+            "from ksvd_bench.kernels.backends import CudaUnavailableError\n"
             "try:\n"
             "    KernelSource.from_points(np.ones((3, 2)), np.ones((4, 2)), 'rbf', gamma=1.0,\n"
             "                             device='cuda')\n"
@@ -82,6 +72,41 @@ else:
     # The simulator's threads hand the GIL around at every syncthreads: a shorter switch
     # interval than Python's 5 ms roughly halves this module's time (measured 2026-11).
     sys.setswitchinterval(2e-4)
+
+    def _lock_simulated_shared_arrays():
+        """Make the simulator's shared arrays one per block, as on a GPU, under any schedule.
+
+        numba-cuda 0.30.4's simulator gives a block's threads the array of a
+        ``cuda.shared.array`` call site from a dict filled on first touch without a lock
+        (``FakeCUDAShared.array``): with the short switch interval above, two threads of the
+        first block can each make their own, and the block then computes with arrays that
+        are not shared (seen once: a wrong row sum in the centring set-up). The same
+        lookup, under a lock, and without formatting the whole stack for the call site.
+        """
+        import threading
+
+        from numba.cuda.simulator import kernelapi
+
+        lock = threading.Lock()
+        plain = kernelapi.FakeCUDAShared.array
+
+        def array(self, shape, dtype, alignment=None):
+            if shape == 0 or alignment is not None:  # dynamic shared memory: as it was
+                return plain(self, shape, dtype, alignment)
+            if isinstance(dtype, kernelapi.types.Type):
+                dtype = kernelapi.numpy_support.as_dtype(dtype)
+            frame = sys._getframe(1)
+            site = (frame.f_code.co_filename, frame.f_lineno)
+            with lock:
+                res = self._allocations.get(site)
+                if res is None:
+                    res = self._allocations[site] = np.empty(shape, dtype)
+            return res
+
+        kernelapi.FakeCUDAShared.array = array
+
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        _lock_simulated_shared_arrays()
 
     import solvers
     from ksvd_bench.kernels import KernelSource, ksvd_kernel
@@ -131,7 +156,7 @@ else:
     @pytest.mark.parametrize("center", [False, True])
     @pytest.mark.parametrize("kernel", KERNELS)
     def test_every_kernel_matches_cpu(kernel, center, dtype):
-        # one ragged tile in every pass: N, M below and not multiples of the tile sizes
+        # ragged tiles in every pass: N, M not multiples of the tile sizes (one tile on a GPU)
         X, Z = _points(19, 13, seed=len(kernel))
         cpu, gpu = _pair(X, Z, kernel, center=center, dtype=dtype)
         assert gpu.device == "cuda" and gpu.chunk_rows == cuda_backend.CONFIGS[
@@ -183,30 +208,31 @@ else:
         X, Z = _points(20, 17, seed=4)
         cpu, gpu = _pair(X, Z, "t", center=True, dtype=dtype)
         rng = np.random.default_rng(5)
-        Om, Ps = rng.normal(size=(17, 70)), rng.normal(size=20)
+        wide = cuda_backend.TX * cuda_backend.CONFIGS[(np.dtype(dtype), "row")][3] + 6
+        Om, Ps = rng.normal(size=(17, wide)), rng.normal(size=20)
         _close(gpu.matmat(Om), cpu.matmat(Om), dtype)
         y, w = gpu.sketch(Om, Ps)
         yc, wc = cpu.sketch(Om, Ps)
         assert w.shape == (17,)
         _close(y, yc, dtype)
         _close(w, wc, dtype)
-        Pw = rng.normal(size=(20, 70))
+        Pw = rng.normal(size=(20, wide))
         _close(gpu.rmatmat(Pw), cpu.rmatmat(Pw), dtype)
         _close(gpu.matmat(Ps[:17]), cpu.matmat(Ps[:17]), dtype)
 
-    def test_data_matrix_form():
+    @pytest.mark.parametrize("dtype", DTYPES)
+    def test_data_matrix_form(dtype):
         """``KernelSource(A, ..., device="cuda")`` (compat map, paper gamma) equals the CPU."""
-        A = np.abs(np.random.default_rng(6).normal(size=(18, 14)))
-        for dtype in DTYPES:
-            cpu = KernelSource(A, "sne", dtype=dtype)
-            gpu = KernelSource(A, "sne", dtype=dtype, device="cuda")
-            _protocol(cpu, gpu, dtype)
-            _close(gpu.dense(), ksvd_kernel(A, "sne", dtype=dtype), dtype)
+        A = np.abs(np.random.default_rng(6).normal(size=(13, 9)))
+        cpu = KernelSource(A, "sne", dtype=dtype)
+        gpu = KernelSource(A, "sne", dtype=dtype, device="cuda")
+        _protocol(cpu, gpu, dtype)
+        _close(gpu.dense(), ksvd_kernel(A, "sne", dtype=dtype), dtype)
 
     def test_deterministic_and_pickles():
-        X, Z = _points(40, 37, seed=7)
+        X, Z = _points(21, 19, seed=7)
         _, gpu = _pair(X, Z, "sne", center=True, dtype=np.float32)
-        Om = np.random.default_rng(8).normal(size=(37, 3))
+        Om = np.random.default_rng(8).normal(size=(19, 3))
         y1, y2 = gpu.matmat(Om), gpu.matmat(Om)
         np.testing.assert_array_equal(y1, y2)  # fixed order, no atomics: the same bits
         again = pickle.loads(pickle.dumps(gpu))
@@ -214,10 +240,15 @@ else:
         np.testing.assert_array_equal(again.matmat(Om), y1)
 
     # ---------------------------------------------------------------- solvers
-    @pytest.mark.parametrize("method", sorted(solvers.METHODS))
-    def test_solvers_match_cpu(method):
+    @pytest.fixture(scope="module")
+    def solver_pair():
+        """One centred SNE pair for every solver (its set-up passes run once)."""
         X, Z = _points(17, 15, seed=9)
-        cpu, gpu = _pair(X, Z, "sne", center=True)
+        return _pair(X, Z, "sne", center=True)
+
+    @pytest.mark.parametrize("method", sorted(solvers.METHODS))
+    def test_solvers_match_cpu(method, solver_pair):
+        cpu, gpu = solver_pair
         opts = {"n_samples": 8} if method in ("sym_nystrom", "asym_nystrom") else {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the same on both; not the point

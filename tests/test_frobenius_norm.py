@@ -8,6 +8,7 @@ import scipy.sparse as sp
 import solvers
 from ksvd_bench.driver import solve_to_tolerance
 from ksvd_bench.kernels import KernelSource
+from ksvd_bench.kernels.source import FROBENIUS_RTOL
 from ksvd_bench.metrics import frobenius_norm
 
 KERNELS = ("sne", "t", "rbf", "linear", "poly")
@@ -31,10 +32,16 @@ def test_kernel_source_frobenius_norm_is_the_dense_norm(kernel, center, dtype):
     src = _source(kernel, center, dtype)
     dense = np.linalg.norm(np.asarray(src.dense(), dtype=np.float64))
     value = src.frobenius_norm()
+    measured, slack = src.frobenius_slack()
     if not center and kernel in ("rbf", "linear", "poly"):
         # no set-up pass measured it: only the analytic bound is known, and it is not exact
-        assert value is None
+        assert value is None and measured is None
         assert src.norm_bound() >= dense
+    elif value is None:
+        # measured, but its rounding slack is not small against it: unknown, never a guess
+        # (float32 exp kernels: (d + 2) u (1 + T) per entry, T the largest exponent)
+        assert dtype == np.float32 and slack > FROBENIUS_RTOL["f"] * measured
+        assert measured == pytest.approx(dense, rel=1e-6)
     else:
         rtol = 1e-12 if dtype == np.float64 else 1e-6
         assert value == pytest.approx(dense, rel=rtol)

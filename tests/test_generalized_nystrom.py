@@ -1,6 +1,7 @@
 """Generalized Nyström (Nakatsukasa 2020): one pass, the formula it implements, stability."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -160,3 +161,48 @@ def test_an_estimate_above_the_norm_bound_warns():
         res = solvers.generalized_nystrom(G, 10, n_oversamples=5, left_factor=1.0,
                                           random_state=0)
     assert res.s[0] > np.linalg.norm(G)
+
+
+# -- issue 20 §4: a wide sketch too narrow to check the answer --------------------------------
+def test_a_wide_sketch_too_narrow_to_check_is_unreliable():
+    """l = ceil(1.2 * 3) = 4 <= k + 1 = 4: no estimate of ||E||_F exists (its mean is
+    infinite), so the answer must say unreliable, with a warning saying why (it was
+    reliable=True with values 4x too large, silently)."""
+    s = 0.97 ** np.arange(300)
+    G = spectrum_matrix(500, 300, s, seed=4)
+    with pytest.warns(RuntimeWarning, match="wide sketch is too narrow to check"):
+        res = solvers.generalized_nystrom(G, 3, n_oversamples=0, left_factor=1.2,
+                                          random_state=4)
+    assert res.info["inflation_estimate"] is None
+    assert res.info["reliable"] is False
+    assert res.s[0] > 2 * s[0]  # measured 2.9x: the answer it must not vouch for
+
+
+def test_a_wide_sketch_of_k_plus_2_columns_is_checked():
+    """One column more and the estimate exists: the check runs and the answer is judged."""
+    s = 0.1 ** np.arange(60)
+    G = spectrum_matrix(200, 150, s, seed=0)
+    res = solvers.generalized_nystrom(G, 3, n_oversamples=2, left_factor=1.4,
+                                      random_state=0)  # k = 5, l = 7
+    assert res.info["inflation_estimate"] is not None
+    assert res.info["n_left"] == 7 and res.info["reliable"] is True
+    np.testing.assert_allclose(res.s, s[:3], rtol=0.05)
+
+
+@pytest.mark.parametrize("decay", [0.97, 0.99])
+def test_no_inflated_answer_passes_on_slow_decay(decay):
+    """The check is conservative on slow decay (docstring): it may flag good answers, but an
+    answer with a value more than 1.5x too large never comes back reliable."""
+    s = decay ** np.arange(150)
+    G = spectrum_matrix(250, 150, s, seed=1)
+    inflated = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for p, factor in ((0, 1.2), (0, 1.5), (5, 2.0), (20, 3.0)):
+            for seed in range(2):
+                res = solvers.generalized_nystrom(G, 3, n_oversamples=p, left_factor=factor,
+                                                  random_state=seed)
+                if np.max(res.s / s[:3]) > 1.5:
+                    inflated += 1
+                    assert res.info["reliable"] is False, (p, factor, seed, res.s / s[:3])
+    assert inflated >= 4  # the sweep does reach inflated answers

@@ -53,5 +53,5 @@ def test_rpcholesky_on_a_lazy_source_reads_no_pass(points):
 
 def test_setup_must_be_eager_or_lazy(points):
     X, Z, gamma = points
-    with pytest.raises(ValueError, match="setup must be 'eager' or 'lazy'"):
+    with pytest.raises(ValueError, match="setup must be one of 'eager', 'lazy'"):
         KernelSource.from_points(X, Z, "sne", gamma=gamma, setup="later")

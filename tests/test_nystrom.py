@@ -134,7 +134,9 @@ def test_full_sample_is_exact(N, M, seed, orthogonalize, data):
     np.testing.assert_allclose(res.s, s[:rank], rtol=1e-9)
     np.testing.assert_allclose(np.abs(np.sum(res.U * U[:, :rank], 0)), 1, atol=1e-9)
     np.testing.assert_allclose(np.abs(np.sum(res.V * Vt[:rank].T, 0)), 1, atol=1e-9)
-    assert res.info["n_block_entries"] == 2 * N * M
+    # the sample is all of G, plus the sampled certificate's rows and columns
+    assert res.info["n_block_entries"] == 2 * N * M + certificate_entries(res)
+    assert res.info["reliable"]
 
 
 @pytest.mark.parametrize("orthogonalize", [True, False])
@@ -152,14 +154,22 @@ def test_sym_nystrom_full_sample_is_exact(orthogonalize):
 # -- what the asymmetric method reads -----------------------------------------------------------
 
 
+def certificate_entries(res):
+    """Entries the sampled certificate read (0 when its budget bought nothing)."""
+    sampled = res.info["certificate"]["sampled"]
+    return 0 if sampled is None else sampled["entries"]
+
+
 def test_asym_nystrom_reads_only_the_sample():
     rng = np.random.default_rng(1)
     G = rng.standard_normal((50, 3)) @ rng.standard_normal((3, 40))
     G += 1e-3 * rng.standard_normal((50, 40))
     ridx, cidx = np.array([1, 4, 9, 16, 25, 36, 49]), np.array([0, 3, 7, 11, 20, 39])
     src = ReadLog(G)
-    # check_passes=0: the a-posteriori check is the only product the method would make
-    res = solvers.asym_nystrom(src, 3, row_indices=ridx, col_indices=cidx, check_passes=0)
+    # check_passes=0: the a-posteriori check is the only product the method would make;
+    # certificate_budget=0: the sampled certificate the only other rows and columns
+    res = solvers.asym_nystrom(src, 3, row_indices=ridx, col_indices=cidx, check_passes=0,
+                               certificate_budget=0)
     assert len(src.rows_read) == len(src.cols_read) == 1
     np.testing.assert_array_equal(src.rows_read[0], ridx)
     np.testing.assert_array_equal(src.cols_read[0], cidx)
@@ -172,7 +182,11 @@ def test_asym_nystrom_reads_only_the_sample():
     np.testing.assert_allclose(res.s, ref.s)
     # ... whose check costs one product, counted in passes and entries read.
     assert ref.info["n_products"] == ref.info["check_passes"] == 1
-    assert ref.info["entries_read"] == 50 * 40 + len(ridx) * 40 + 50 * len(cidx)
+    own = len(ridx) * 40 + 50 * len(cidx)
+    assert ref.info["entries_read"] == 50 * 40 + own + certificate_entries(ref)
+    # the sampled certificate spends at most 10% of the sample's entries (at least 1 row
+    # and 1 column)
+    assert 0 < certificate_entries(ref) <= max(0.1 * own, 40 + 50)
 
 
 def test_asym_nystrom_uniform_sample_is_without_replacement():
@@ -223,7 +237,7 @@ def test_norm_sampling_streams_rows_when_the_source_has_no_norms():
     sample_entries = 16 * 30 + 40 * 8
     # The norm pass counts whether the source knows its norms or streams its rows.
     assert direct.info["n_block_entries"] == lazy.info["n_block_entries"]
-    assert lazy.info["n_block_entries"] == 40 * 30 + sample_entries
+    assert lazy.info["n_block_entries"] == 40 * 30 + sample_entries + certificate_entries(lazy)
     assert direct.info["entries_read"] == lazy.info["entries_read"]
 
 
@@ -455,11 +469,21 @@ def test_the_stable_core_is_near_the_best_projection_of_its_sample():
         rows = np.sort(rng.choice(400, 2 * m, replace=False))
         cols = np.sort(rng.choice(400, m, replace=False))
         best = best_projection_error(G, rows, cols, rank, U0, V0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
             res = solvers.asym_nystrom(G, rank, row_indices=rows, col_indices=cols,
                                        check_passes=0)
-        assert res.info["reliable"] and res.info["core_rank"] >= rank
+        assert res.info["core_rank"] >= rank
+        # Seeds 4-6 miss a whole cluster (no row or column of it sampled: even the best
+        # projection has error 1). The others are certified, silently; the misses are
+        # flagged by one check pass (issue 20; the sampled certificate's 10% budget buys a
+        # single row and column here, too few to be sure of it).
+        if best < 0.5:
+            assert res.info["reliable"] and not record
+        else:
+            with pytest.warns(RuntimeWarning, match="a top direction is missing"):
+                chk = solvers.asym_nystrom(G, rank, row_indices=rows, col_indices=cols)
+            assert not chk.info["reliable"]
         new.append(max(sin_theta(U0, res.U), sin_theta(V0, res.V)) / best)
         Uo, Vo = eps_only_core(G, rows, cols, rank)
         old.append(max(sin_theta(U0, Uo), sin_theta(V0, Vo)) / best)

@@ -4,6 +4,8 @@ Each is compared with numpy's exact SVD on small matrices: exact when the sample
 accurate on a rare-cluster kernel, deterministic per seed, with clear errors on bad input.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -306,3 +308,73 @@ def test_rpcholesky_below_the_rank_pads_with_a_warning():
     assert res.info["numerical_rank"] == 3
     assert np.all(res.s[3:] == 0) and np.all(res.s[:3] > 0)
     np.testing.assert_allclose(res.U.T @ res.U, np.eye(5), atol=1e-12)
+
+
+# --------------------------------------------- issue 20 §6: RPCholesky at the edges of its range
+def _issue20_points():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((60, 5)), rng.standard_normal((40, 5))
+
+
+@pytest.mark.parametrize("kernel", ["sne", "t"])
+def test_rpcholesky_with_one_pivot_answers_or_says_unreliable(kernel):
+    """n_samples=1 used to return s = [0.] with reliable=True after divide-by-zero warnings
+    (the scaled pivots were drawn before any normaliser estimate existed)."""
+    X, Z = _issue20_points()
+    src = KernelSource.from_points(X, Z, kernel, gamma=2.0)
+    G = kernel_matrix(X, Z, kernel, gamma=2.0)
+    Ue, se, _ = _top(G, 1)
+    if kernel == "sne":
+        assert se[0] == pytest.approx(1.343, abs=1e-3)  # the issue's reproducer
+    n_reliable = 0
+    for seed in range(10):
+        with np.errstate(divide="raise", over="raise", invalid="raise"), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an unreliable answer warns
+            res = solvers.asym_nystrom(src, 1, n_samples=1, sampling="rpcholesky",
+                                       random_state=seed)
+        assert np.all(np.isfinite(res.s)) and res.s[0] > 0.5 * se[0]
+        if res.info["reliable"]:
+            n_reliable += 1
+            assert res.s[0] <= 1.5 * se[0] and _sin(Ue, res.U) < 0.1, (seed, res.s / se)
+    assert n_reliable >= 3  # measured 5 (sne) and 3 (t) of 10; the rest are flagged
+
+
+@pytest.mark.parametrize("gamma", [1e-2, 1e-3])
+def test_rpcholesky_with_an_underflowing_kernel_names_gamma(gamma):
+    """Every row sum of K_XZ underflows: no normaliser can be estimated from the joint kernel.
+    It used to die in scipy ('A has a NaN entry'); it is now a clear error naming gamma."""
+    X, Z = _issue20_points()
+    src = KernelSource.from_points(X, Z, "sne", gamma=gamma)
+    with pytest.raises(ValueError, match=rf"gamma = {gamma:g} is small .* another sampling"):
+        solvers.asym_nystrom(src, 5, n_samples=15, sampling="rpcholesky", random_state=0)
+    # the samplers that read G's own rows answer on the same source
+    G = kernel_matrix(X, Z, "sne", gamma=gamma)
+    assert np.all(np.isfinite(G))
+    for sampling in ("uniform", "norm", "arp", "aca"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = solvers.asym_nystrom(src, 5, n_samples=15, sampling=sampling, random_state=0)
+        assert np.all(np.isfinite(res.s))
+
+
+def test_rpcholesky_with_unresolved_rows_is_unreliable():
+    """gamma = 0.1: the factors resolve the row sums of only a few rows; the others are 0 in
+    the answer (not 1e12 times too large), and the answer says it cannot be trusted."""
+    X, Z = _issue20_points()
+    src = KernelSource.from_points(X, Z, "sne", gamma=0.1)
+    with pytest.warns(RuntimeWarning, match="not resolved by the factors"):
+        res = solvers.asym_nystrom(src, 5, n_samples=15, sampling="rpcholesky", random_state=0)
+    assert res.info["unresolved_rows"] > 0 and res.info["reliable"] is False
+    G = kernel_matrix(X, Z, "sne", gamma=0.1)
+    assert np.all(res.s <= 1.5 * np.linalg.svd(G, compute_uv=False)[0])
+
+
+def test_rpcholesky_takes_no_core():
+    X, Z = _issue20_points()
+    src = KernelSource.from_points(X, Z, "sne", gamma=2.0)
+    for opts in ({"core": "paper"}, {"core": "stable"}, {"orthogonalize": False}):
+        with pytest.raises(ValueError, match='does not apply to sampling="rpcholesky"'):
+            solvers.asym_nystrom(src, 2, n_samples=10, sampling="rpcholesky", **opts)
+    res = solvers.asym_nystrom(src, 2, n_samples=10, sampling="rpcholesky", random_state=0)
+    assert res.info["core"] is None and res.info["sampling"] == "rpcholesky"

@@ -49,6 +49,24 @@ def test_rare_clusters_bad_inputs():
         make_family("dense", 100)
 
 
+def test_the_rare_family_is_rare_at_every_rank():
+    # one rule (sampling and scale part c alike): 30% of the clusters, at least one, never all
+    from ksvd_bench.datasets.synthetic import rare_cluster_count
+    from ksvd_bench.race.scale.problems import n_rare
+
+    counts = {k: rare_cluster_count(k) for k in (2, 3, 5, 10, 20, 40)}
+    assert counts == {2: 1, 3: 1, 5: 2, 10: 3, 20: 6, 40: 12}
+    assert all(n_rare(k) == c for k, c in counts.items())
+    with pytest.raises(ValueError, match="n_clusters >= 2"):
+        rare_cluster_count(1)
+    # issue 19: at rank 5 every cluster was rare, so "rare" was the plain family
+    rare, plain = make_family("rare", 600, rank=5), make_family("plain", 600, rank=5)
+    assert rare.params["rare"] == [3, 4] and plain.params["rare"] == []
+    sizes = np.bincount(rare.labels_x)
+    assert sizes[3:].max() * 20 < sizes[:3].min()
+    assert not np.array_equal(np.bincount(plain.labels_x), sizes)
+
+
 @pytest.fixture(scope="module")
 def tiny_study():
     return sampling_study(n=400, rank=5,
@@ -91,6 +109,10 @@ def test_study_table_and_files(tiny_study, tmp_path):
     header = (tmp_path / "sampling.csv").read_text().splitlines()[0].split(",")
     assert header[:len(ROW_FIELDS)] == list(ROW_FIELDS)
     assert set(paths) == {"json", "csv", "summary_csv", "png"}
+    # issue 19 section 1: no row claims converged beside a failed part of the rule
+    from ksvd_bench.race.common import audit_rows
+
+    assert audit_rows(data["rows"]) == []
 
 
 def test_cli_flags_are_checked(tmp_path, capsys):
@@ -100,5 +122,8 @@ def test_cli_flags_are_checked(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["sampling", "--n", "40", "--rank", "20", "--out", str(tmp_path)])
     assert "--rank" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["sampling", "--rank", "1", "--out", str(tmp_path)])
+    assert "must be >= 2 for the rare family" in capsys.readouterr().err
     args = parser.parse_args(["sampling", "--baselines", "none", "--families", "rare"])
     assert args.baselines == ("none",) and args.families == ("rare",)

@@ -17,7 +17,9 @@ from ksvd_bench.race.scale import (
     register_runner,
     run_isolated,
     run_scale,
+    runners,
 )
+from ksvd_bench.race.scale.cells import CellRunner
 
 
 def _by(rows, **match):
@@ -62,6 +64,10 @@ def test_scale_quick_cli_smoke(tmp_path, capsys):
     assert payload["meta"]["threads"] == 1 and payload["meta"]["isolate"] is True
     header = (out / "scale.csv").read_text().splitlines()[0]
     assert header.startswith("part,n,m,rank,seed,dtype,device,method")
+    # issue 19 section 1: no row claims converged beside a failed part of the rule
+    from ksvd_bench.race.common import audit_rows
+
+    assert audit_rows(rows) == []
 
 
 # --------------------------------------------------------------------------- part b, in process
@@ -178,15 +184,23 @@ def test_isolated_error_comes_back_as_a_message():
 # --------------------------------------------------------------------------- runners, fits
 
 
-def test_register_runner_adds_a_method(monkeypatch):
-    monkeypatch.setattr(scale, "RUNNERS", dict(scale.RUNNERS))
+@pytest.fixture
+def own_runners():
+    """Runners registered by a test are removed after it (RUNNERS is the one shared table)."""
+    saved = dict(runners.RUNNERS)
+    yield runners.RUNNERS
+    runners.RUNNERS.clear()
+    runners.RUNNERS.update(saved)
+
+
+def test_register_runner_adds_a_method(own_runners):
     runner = MethodRunner("rsvd_q1", SolverCall("rsvd"),
-                          scale._effort_block_krylov, ("b",), "rsvd with one power iteration")
+                          runners._effort_block_krylov, ("b",), "rsvd with one power iteration")
     register_runner(runner)
     with pytest.raises(ValueError, match="a runner named 'rsvd_q1' exists"):
         register_runner(runner)
     with pytest.raises(ValueError, match="runner.parts must be"):
-        register_runner(MethodRunner("x", SolverCall("rsvd"), scale._effort_rsvd, ("d",)),
+        register_runner(MethodRunner("x", SolverCall("rsvd"), runners._effort_rsvd, ("d",)),
                         replace=True)
     result = run_scale("b", sizes={"b": (400,)}, rank=5, methods={"b": ("rsvd_q1",)},
                        threads=1, isolate=False, reference="none", progress=False)
@@ -287,8 +301,8 @@ def test_merge_onto_a_corrupt_file_fails_before_any_cell(content, match, tmp_pat
     def no_work(*args, **kwargs):
         raise AssertionError("a cell was computed before the merge file was checked")
 
-    monkeypatch.setattr(scale._Runner, "cell", no_work)
-    monkeypatch.setattr(scale._Runner, "reference_for", no_work)
+    monkeypatch.setattr(CellRunner, "cell", no_work)
+    monkeypatch.setattr(CellRunner, "reference_for", no_work)
     with pytest.raises(ValueError, match=match):
         run_scale("b", sizes={"b": (400,)}, rank=5, methods={"b": ("rsvd",)}, isolate=False,
                   out=tmp_path, merge=True, progress=False)
@@ -302,7 +316,7 @@ def test_merge_onto_a_corrupt_file_fails_before_any_cell(content, match, tmp_pat
 
 def test_merge_refuses_another_rank(tmp_path, monkeypatch, capsys):
     _fake_scale_json(tmp_path / "scale.json", rank=5)
-    monkeypatch.setattr(scale._Runner, "cell", None)  # never reached
+    monkeypatch.setattr(CellRunner, "cell", None)  # never reached
     with pytest.raises(ValueError, match="made with rank=5, this run has rank=6"):
         run_scale("b", sizes={"b": (400,)}, rank=6, methods={"b": ("rsvd",)}, isolate=False,
                   out=tmp_path, merge=True, progress=False)
@@ -311,7 +325,7 @@ def test_merge_refuses_another_rank(tmp_path, monkeypatch, capsys):
               str(tmp_path)])
     assert "merging different problems is refused" in capsys.readouterr().err
     # the same problem merges (an older file's rows get their parameters from its meta)
-    from ksvd_bench.race._scale_files import load_merge_base
+    from ksvd_bench.race.scale.files import load_merge_base
 
     old = load_merge_base(tmp_path, {"rank": 5, "seed": 0, "dtype": "float64",
                                      "device": "cpu"})
@@ -319,7 +333,7 @@ def test_merge_refuses_another_rank(tmp_path, monkeypatch, capsys):
 
 
 def test_exponents_are_fitted_only_where_the_cells_support_them():
-    from ksvd_bench.race._scale_fit import fit_all
+    from ksvd_bench.race.scale.fit import fit_all
 
     def rows(sizes, seconds, method="x"):
         return [{"part": "b", "n": n, "method": method, "status": "ok", "seconds": t,
@@ -360,9 +374,8 @@ def _warning_solve(problem, rank, options, random_state):
                        **options)
 
 
-def test_cell_counts_the_warnings_of_its_solve(monkeypatch):
-    monkeypatch.setattr(scale, "RUNNERS", dict(scale.RUNNERS))
-    register_runner(MethodRunner("warns", _warning_solve, scale._effort_rsvd, ("b",)))
+def test_cell_counts_the_warnings_of_its_solve(own_runners):
+    register_runner(MethodRunner("warns", _warning_solve, runners._effort_rsvd, ("b",)))
     result = run_scale("b", sizes={"b": (400,)}, rank=5, methods={"b": ("warns",)},
                        threads=1, isolate=False, reference="none", progress=False)
     (row,) = result.rows
@@ -415,9 +428,14 @@ def test_device_cuda_is_refused_for_part_a_and_checked_before_work(tmp_path, cap
 
 
 def test_part_c_is_the_rare_cluster_family():
-    from ksvd_bench.race._scale_problems import make_data, n_rare
+    from ksvd_bench.race.scale.problems import make_data, n_rare
 
-    assert n_rare(20) == 6 and n_rare(5) == 2 and n_rare(1) == 1
+    # the family's one rule (as the sampling study): rare at every rank, never all rare
+    assert n_rare(20) == 6 and n_rare(5) == 2 and n_rare(2) == 1 and n_rare(3) == 1
+    with pytest.raises(ValueError, match="n_clusters >= 2"):
+        n_rare(1)
+    with pytest.raises(ValueError, match="rank must be >= 2 for part c"):
+        run_scale("c", rank=1, isolate=False)
     spec = ProblemSpec("c", 300, 300, 5, 0)
     data = make_data(spec)
     assert data["X"].shape == (300, 64) and data["rare"] == [3, 4]
@@ -429,8 +447,8 @@ def test_part_c_is_the_rare_cluster_family():
     assert scale.RUNNERS["asym_nystrom_rpcholesky"].parts == ("b", "c")
     assert set(scale.SAMPLING_METHODS) <= set(scale.DEFAULT_METHODS["c"])
     # "both" stays a and b; "all" adds c
-    assert scale._check_settings("both", None, None, 5, 10.0, "float64")[0] == ("a", "b")
-    assert scale._check_settings("all", None, None, 5, 10.0, "float64")[0] == ("a", "b", "c")
+    assert scale.run._check_settings("both", None, None, 5, 10.0, "float64")[0] == ("a", "b")
+    assert scale.run._check_settings("all", None, None, 5, 10.0, "float64")[0] == ("a", "b", "c")
     with pytest.raises(ValueError, match=r"\['asym_nystrom_rpcholesky'\] do not apply to part a"):
         run_scale("a", methods={"a": ("asym_nystrom_rpcholesky",)}, isolate=False)
 

@@ -24,10 +24,12 @@ top-20 rows at N = M = 1e5 and 1e6. Run on a machine with an NVIDIA GPU and
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/scripts/bench_gpu.py --smoke   # no GPU needed
     python benchmarks/scripts/bench_gpu.py --ptx               # compile only, no GPU needed
 
-``--ptx`` compiles every kernel for ``--arch`` (default sm_90: H100, H200) without a GPU and
-prints, where nvJitLink is installed (``numba-cuda[cu12]`` or ``[cu13]``), registers, spills
-and shared memory per kernel. Under the simulator the timings mean nothing (it runs each
-CUDA thread as a Python thread): ``--smoke`` there only proves that the script runs.
+``--ptx`` compiles every kernel variant for ``--arch`` (default sm_90: H100, H200) without a
+GPU (CUDA's NVVM and NVRTC are needed) and prints, where ``ptxas`` (a CUDA toolkit) or
+nvJitLink (``numba-cuda[cu13]``) is installed, registers, spills and shared memory per
+variant (``ksvd_bench.kernels.backends.cuda_kernel_resources``). Under the simulator the
+timings mean nothing (it runs each CUDA thread as a Python thread): ``--smoke`` there only
+proves that the script runs.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import time
 
 import numpy as np
@@ -112,9 +113,9 @@ def run_passes(make, Om, Ps, repeat):
 def gpu_section(X, Z, gamma, Om, Ps, repeat):
     from numba import cuda
 
-    from ksvd_bench.kernels.backends._cuda_import import simulated
+    from ksvd_bench.kernels.backends import cuda_simulated
 
-    sim = simulated()
+    sim = cuda_simulated()
     res = {"simulator": sim}
     if not sim:
         res["device"] = cuda.get_current_device().name
@@ -203,56 +204,24 @@ def reference(X, Z, gamma, Om, on_gpu):
 
 # ----------------------------------------------------------------------- compile only
 def ptx_report(arch):
-    """Compile every kernel for ``arch`` without a GPU; registers and spills if possible."""
-    from numba import cuda
+    """Compile every kernel variant for ``arch`` without a GPU; registers, spills, shared."""
+    from ksvd_bench.kernels.backends import CudaUnavailableError, cuda_kernel_resources
 
-    from ksvd_bench.kernels.backends import _cuda_import
-
-    _cuda_import.load_cuda = lambda: cuda  # compile only: no device is needed or checked
-    from ksvd_bench.kernels.backends import _cuda_kernels as backend
-
-    cc = tuple(int(c) for c in arch.removeprefix("sm_").rstrip("a")[:2]) if arch else (9, 0)
-    cc = (cc[0], cc[1]) if len(cc) == 2 else (9, 0)
     try:
-        from cuda.bindings import nvjitlink
-    except ImportError:
-        nvjitlink = None
-    rows = []
-    for dt in (np.float32, np.float64):
-        sigs = backend.kernel_signatures(dt)
-        for cy in sorted({1, backend.CONFIGS[(np.dtype(dt), "row")][3]}):
-            kernels = backend.kernels(dt, cy)
-            for name, sig in sigs.items():
-                fn = kernels[name.removesuffix("_f8")]
-                try:
-                    ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=cc)
-                except Exception as exc:  # no NVVM/NVRTC here: say how to get them
-                    raise SystemExit(
-                        f"--ptx needs CUDA's compiler libraries (NVVM, NVRTC), not found: "
-                        f"{type(exc).__name__}: {str(exc).splitlines()[0]}; install "
-                        f"'numba-cuda[cu13]==0.30.4' (or [cu12]), or a CUDA toolkit") from None
-                info = _assemble(nvjitlink, ptx, arch) if nvjitlink else "nvJitLink missing"
-                rows.append(f"{name:13s} {np.dtype(dt).name:7s} cy={cy}  {info}")
-                print(rows[-1], flush=True)
-    return rows
-
-
-def _assemble(nvjitlink, ptx, arch):
-    data = ptx.encode()
-    h = nvjitlink.create(3, [f"-arch={arch}", "-verbose", "-O3"])
-    try:
-        nvjitlink.add_data(h, nvjitlink.InputType.PTX, data, len(data), "k")
-        nvjitlink.complete(h)
-        log = bytearray(nvjitlink.get_info_log_size(h))
-        nvjitlink.get_info_log(h, log)
-    finally:
-        nvjitlink.destroy(h)
-    text = log.decode(errors="replace")
-    regs = re.findall(r"Used (\d+) registers", text)
-    spill = re.findall(r"(\d+) bytes spill stores", text)
-    smem = re.findall(r"(\d+) bytes smem", text)
-    return (f"registers {regs[-1] if regs else '?'}, spill stores "
-            f"{max(map(int, spill)) if spill else '?'} B, shared {smem[-1] if smem else '?'} B")
+        rows = cuda_kernel_resources(arch)
+    except CudaUnavailableError as exc:
+        raise SystemExit(f"--ptx: {exc}") from None
+    lines = []
+    for r in rows:
+        lines.append(f"{r['name']:13s} {r['dtype']:7s} cy={r['cy']}  registers "
+                     f"{r['registers']}, spill stores {r['spill_stores']} B, spill loads "
+                     f"{r['spill_loads']} B, stack {r['stack_bytes']} B, shared "
+                     f"{r['shared_bytes']} B")
+        print(lines[-1], flush=True)
+    spills = sum(1 for r in rows if r["spill_stores"] or r["spill_loads"])
+    print(f"{len(rows)} variants for {arch} ({rows[0]['assembler']}): {spills} spill, most "
+          f"registers {max(r['registers'] for r in rows)}")
+    return lines
 
 
 # ----------------------------------------------------------------------- main

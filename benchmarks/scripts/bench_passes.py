@@ -9,6 +9,13 @@ Issue 9, item 2. On the same points (N = M, dense, d = 64, SNE, uncentred) it ti
 
 Targets: matmat / kernel_matrix <= 1.0 and sketch / kernel_matrix <= 1.3.
 
+The roofline (issue 21): every pass is also timed against this machine's BLAS doing the
+pass's products at the same shape, dtype and thread count (:func:`ksvd_bench.roofline.blas_work`:
+``X Z^T``, then times ``Omega`` and/or ``Psi``; exp left out), interleaved in the same
+rounds, and reported as ns per kernel entry and the ratio pass / BLAS (the median of the
+rounds' ratios, wall and CPU time). Targets: float32 matmat, rmatmat and sketch <= 1.2x,
+float64 <= 1.1x (``--dtype``, ``--threads``).
+
 Every function is first run once on the full problem (Numba compile or cache load, page
 faults); then ``--repeats`` interleaved rounds are timed and the median is reported, so
 background load hits all of them alike. ``--large N`` additionally times one set-up, one
@@ -19,6 +26,7 @@ Run from the repository root::
     python benchmarks/scripts/bench_passes.py                  # N = 12000, ~1.2 GB for G
     python benchmarks/scripts/bench_passes.py --quick          # N = 2000, seconds
     python benchmarks/scripts/bench_passes.py --large 40000 --out passes.json
+    python benchmarks/scripts/bench_passes.py --size 4000 --dtype float32 --threads 1
 """
 
 from __future__ import annotations
@@ -34,8 +42,15 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from ksvd_bench._threads import solver_threads
 from ksvd_bench.kernels import KernelSource, kernel_matrix
 from ksvd_bench.kernels.backends import cpu as fused
+from ksvd_bench.roofline import blas_ns_per_entry, blas_work, entry_rates, pass_operands
+
+#: each timed pass and the BLAS work it is measured against (ksvd_bench.roofline.blas_work)
+BLAS_OF = {"setup": "setup", "matmat": "matmat", "rmatmat": "rmatmat", "sketch": "sketch"}
+#: roofline targets (pass / BLAS), issue 21
+BLAS_TARGETS = {"float32": 1.2, "float64": 1.1}
 
 
 def points(n, d, seed=0):
@@ -62,13 +77,25 @@ def median_times(fns, repeats):
             del out
     med = {name: float(np.median(t)) for name, t in wall.items()}
     med_cpu = {name: float(np.median(t)) for name, t in cpu.items()}
-    return med, med_cpu, wall
+    return med, med_cpu, wall, cpu
+
+
+def blas_ratios(raw, entries):
+    """ns per entry of each pass and of its BLAS work, and the median per-round ratio."""
+    out = {}
+    for name in BLAS_OF:
+        p, b = np.asarray(raw[name]), np.asarray(raw["blas_" + name])
+        out[name] = {"ns_per_entry": 1e9 * float(np.median(p)) / entries,
+                     "blas_ns_per_entry": 1e9 * float(np.median(b)) / entries,
+                     "ratio": float(np.median(p / b))}
+    return out
 
 
 def check_accuracy(S, X, Z, gamma, Omega, Psi, n_rows=64):
     """Max |error| of matmat / sketch rows against the dense kernel on a row sample."""
     rows = np.linspace(0, X.shape[0] - 1, n_rows).astype(int)
-    G_rows = kernel_matrix(X[rows], Z, "sne", gamma=gamma)  # SNE rows are normalised alone
+    # SNE rows are normalised alone; the reference is float64 whatever the source's dtype
+    G_rows = kernel_matrix(X[rows], Z, "sne", gamma=gamma)
     Y, W = S.sketch(Omega, Psi)
     err_y = float(np.abs(Y[rows] - G_rows @ Omega).max())
     err_m = float(np.abs(S.matmat(Omega)[rows] - G_rows @ Omega).max())
@@ -77,41 +104,48 @@ def check_accuracy(S, X, Z, gamma, Omega, Psi, n_rows=64):
     return {"matmat_rows": err_m, "sketch_Y_rows": err_y, "sketch_W_cols": err_w}
 
 
-def bench_main(n, d, k, repeats):
+def bench_main(n, d, k, repeats, dtype="float64"):
     X, Z = points(n, d)
     gamma = float(np.sqrt(2.0 * d))  # distances of order 2d: a non-degenerate SNE
-    rng = np.random.default_rng(1)
-    Omega = rng.standard_normal((n, k))
-    Psi = rng.standard_normal((n, k))
-    S = KernelSource.from_points(X, Z, "sne", gamma=gamma)  # compiles / loads the kernels
-    fns = {
-        "kernel_matrix": lambda: kernel_matrix(X, Z, "sne", gamma=gamma),
-        "setup": lambda: KernelSource.from_points(X, Z, "sne", gamma=gamma),
+    Omega, Psi, Om_d, Psi_d = pass_operands(n, n, k, dtype, seed=1)
+    Xd, Zd = X.astype(dtype), Z.astype(dtype)
+    kw = {"gamma": gamma, "dtype": dtype}
+    S = KernelSource.from_points(X, Z, "sne", **kw)  # compiles / loads the kernels
+    passes = {
+        "kernel_matrix": lambda: kernel_matrix(X, Z, "sne", **kw),
+        "setup": lambda: KernelSource.from_points(X, Z, "sne", **kw),
         "matmat": lambda: S.matmat(Omega),
         "rmatmat": lambda: S.rmatmat(Psi),
         "sketch": lambda: S.sketch(Omega, Psi),
     }
+    fns = {}
+    for name, fn in passes.items():  # each pass right after its BLAS work, in every round
+        if name in BLAS_OF:
+            fns["blas_" + name] = (lambda w=BLAS_OF[name]:
+                                   blas_work(w, Xd, Zd, Omega=Om_d, Psi=Psi_d))
+        fns[name] = fn
     for fn in fns.values():  # warm-up: compile/cache load and first-touch page faults
         fn()
-    med, med_cpu, raw = median_times(fns, repeats)
+    med, med_cpu, raw, raw_cpu = median_times(fns, repeats)
     return {
-        "n": n, "d": d, "k": k, "repeats": repeats, "median_s": med, "all_s": raw,
-        "median_cpu_s": med_cpu,
-        "ratios": {name: med[name] / med["kernel_matrix"] for name in med},
-        "cpu_ratios": {name: med_cpu[name] / med_cpu["kernel_matrix"] for name in med_cpu},
+        "n": n, "d": d, "k": k, "dtype": dtype, "repeats": repeats, "median_s": med,
+        "all_s": raw, "median_cpu_s": med_cpu,
+        "ratios": {name: med[name] / med["kernel_matrix"] for name in passes},
+        "cpu_ratios": {name: med_cpu[name] / med_cpu["kernel_matrix"] for name in passes},
+        "blas": blas_ratios(raw, n * n), "blas_cpu": blas_ratios(raw_cpu, n * n),
         "accuracy": check_accuracy(S, X, Z, gamma, Omega, Psi),
         "tiles": [S.chunk_rows, S.chunk_cols],
     }
 
 
-def bench_large(n, d, k):
+def bench_large(n, d, k, dtype="float64"):
+    """One set-up, matmat and sketch at N = M = n, each with its ns per entry and its ratio
+    to BLAS on the same products (timed on a slab of rows: a full BLAS pass would not fit)."""
     X, Z = points(n, d)
     gamma = float(np.sqrt(2.0 * d))
-    rng = np.random.default_rng(1)
-    Omega = rng.standard_normal((n, k))
-    Psi = rng.standard_normal((n, k))
+    Omega, Psi = pass_operands(n, n, k, dtype, seed=1)[:2]
     t0 = time.perf_counter()
-    S = KernelSource.from_points(X, Z, "sne", gamma=gamma)
+    S = KernelSource.from_points(X, Z, "sne", gamma=gamma, dtype=dtype)
     t_setup = time.perf_counter() - t0
     t0 = time.perf_counter()
     S.matmat(Omega)
@@ -119,8 +153,11 @@ def bench_large(n, d, k):
     t0 = time.perf_counter()
     S.sketch(Omega, Psi)
     t_sketch = time.perf_counter() - t0
-    return {"n": n, "d": d, "k": k, "setup_s": t_setup, "matmat_s": t_matmat,
-            "sketch_s": t_sketch}
+    out = {"n": n, "d": d, "k": k, "dtype": dtype, "setup_s": t_setup, "matmat_s": t_matmat,
+           "sketch_s": t_sketch}
+    for name, t in (("setup", t_setup), ("matmat", t_matmat), ("sketch", t_sketch)):
+        out[name] = entry_rates(t, n * n, blas_ns_per_entry(n, n, d, k, dtype, name=name))
+    return out
 
 
 def machine():
@@ -137,6 +174,10 @@ def main(argv=None):
     parser.add_argument("--cols", type=int, default=40,
                         help="columns of Omega and of Psi (sketch uses both)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                        help="storage dtype of the source (and of the BLAS baseline)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="Numba and BLAS threads (default: Numba's count)")
     parser.add_argument("--quick", action="store_true", help="N = 2000, 3 repeats")
     parser.add_argument("--large", type=int, default=None, metavar="N",
                         help="also time one set-up/matmat/sketch at N = M = this")
@@ -162,30 +203,50 @@ def main(argv=None):
     if args.tile_cols:
         fused.TILE_COLS = args.tile_cols
 
-    info = machine()
-    print(f"python {info['python']}, numpy {info['numpy']}, numba {info['numba']}, "
-          f"Numba threads {info['numba_threads']}, cpus {info['cpus']}, "
-          f"load average {info['load_avg']}")
-    result = {"machine": info, "main": bench_main(args.size, args.dim, args.cols,
-                                                  args.repeats)}
+    with solver_threads(args.threads) as threads:
+        info = machine()
+        print(f"python {info['python']}, numpy {info['numpy']}, numba {info['numba']}, "
+              f"Numba and BLAS threads {threads}, cpus {info['cpus']}, "
+              f"load average {info['load_avg']}")
+        result = {"machine": info, "main": bench_main(args.size, args.dim, args.cols,
+                                                      args.repeats, args.dtype)}
     main_ = result["main"]
-    print(f"\nSNE, N = M = {args.size}, d = {args.dim}, {args.cols} columns (sketch: "
-          f"{args.cols} + {args.cols}), tiles {main_['tiles']}, median of {args.repeats}")
+    print(f"\nSNE, {args.dtype}, N = M = {args.size}, d = {args.dim}, {args.cols} columns "
+          f"(sketch: {args.cols} + {args.cols}), tiles {main_['tiles']}, median of "
+          f"{args.repeats} interleaved rounds")
     ratio = "/ kernel_matrix"
-    print(f"{'':16s} {'wall s':>9s} {ratio:>16s} {'CPU s':>9s} {ratio:>16s}")
-    for name, t in main_["median_s"].items():
-        print(f"{name:16s} {t:9.3f} {main_['ratios'][name]:16.2f} "
-              f"{main_['median_cpu_s'][name]:9.3f} {main_['cpu_ratios'][name]:16.2f}")
+    print(f"{'':16s} {'wall s':>9s} {ratio:>16s} {'CPU s':>9s} {ratio:>16s} "
+          f"{'ns/entry':>9s} {'BLAS ns/entry':>14s} {'/ BLAS':>7s} {'CPU / BLAS':>11s}")
+    for name in main_["ratios"]:
+        line = (f"{name:16s} {main_['median_s'][name]:9.3f} {main_['ratios'][name]:16.2f} "
+                f"{main_['median_cpu_s'][name]:9.3f} {main_['cpu_ratios'][name]:16.2f}")
+        if name in main_["blas"]:
+            b, c = main_["blas"][name], main_["blas_cpu"][name]
+            line += (f" {b['ns_per_entry']:9.2f} {b['blas_ns_per_entry']:14.2f} "
+                     f"{b['ratio']:6.2f}x {c['ratio']:10.2f}x")
+        print(line)
+    print("/ BLAS: median over the rounds of pass / BLAS doing the pass's products (X Z^T, "
+          "then times Omega and/or Psi; set-up: X Z^T alone) at the same shape, dtype and "
+          "threads")
     print(f"max |error| on sampled rows/cols: {main_['accuracy']}")
     ok_m = main_["ratios"]["matmat"] <= 1.0
     ok_s = main_["ratios"]["sketch"] <= 1.3
     print(f"targets (wall): matmat <= 1.0x ({'met' if ok_m else 'MISSED'}), "
           f"sketch <= 1.3x ({'met' if ok_s else 'MISSED'})")
+    target = BLAS_TARGETS[args.dtype]
+    worst = max(main_["blas"][p]["ratio"] for p in ("matmat", "rmatmat", "sketch"))
+    print(f"roofline target ({args.dtype}, wall): matmat, rmatmat and sketch <= {target}x "
+          f"BLAS ({'met' if worst <= target else 'MISSED'}: worst {worst:.2f}x)")
     if args.large:
-        large = bench_large(args.large, args.dim, args.cols)
+        with solver_threads(args.threads):
+            large = bench_large(args.large, args.dim, args.cols, args.dtype)
         result["large"] = large
         print(f"\nN = M = {args.large}: set-up {large['setup_s']:.2f} s, one matmat "
               f"{large['matmat_s']:.2f} s, one sketch {large['sketch_s']:.2f} s")
+        for name in ("setup", "matmat", "sketch"):
+            r = large[name]
+            print(f"  {name:7s} {r['ns_per_entry']:8.2f} ns/entry, BLAS "
+                  f"{r['blas_ns_per_entry']:8.2f} ns/entry, pass / BLAS {r['blas_ratio']:.2f}x")
     if args.out:
         tmp = Path(args.out).with_suffix(".tmp")
         tmp.write_text(json.dumps(result, indent=2))

@@ -193,20 +193,13 @@ def bench_exact_path(rank=20, repeats=5, seed=0):
 def _warm_up_kernels(center):
     """Compile (or load from Numba's disk cache) the kernels of a large solve, untimed.
 
-    A solve on a small graph runs the serial compiles; the parallel ones, which only large
-    operators use, are called directly with the argument types of the large solve.
+    A solve on a small graph runs the set-up and the serial compiles; ``compile_kernels``
+    adds the parallel ones, which only large operators use.
     """
-    from ksvd_bench.kernels.structured import _kernels as structured
-
     A = make_directed_graph(2000, random_state=1).adjacency
     src = KernelSource(A, "sne", center=center)
     solvers.svd(src, 5, method="tsvd", random_state=0)
-    n, q = src.shape[0], src.rank_one_terms
-    x, w = np.ones(n), np.ones(q)
-    u, z = np.empty(n), np.empty(n)
-    structured._spmv_lowrank(*src._T, x, src._L, w, z)
-    structured._gram_lowrank(src._T, src._Tt, src._L, src._R, x, u, w, z)
-    src.matmat(np.ones((n, 2048)))  # the parallel block product (Rayleigh-Ritz step)
+    src.compile_kernels()
 
 
 def bench_scale(n, rank=20, center=True, baseline=False, seed=0):

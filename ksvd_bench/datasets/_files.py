@@ -3,6 +3,11 @@
 Every reader here refuses pickles (``allow_pickle=False``), reads the whole file eagerly so that
 truncation or a bad checksum surfaces at load time, and checks the keys, dtypes and shapes it
 returns. Any problem raises :class:`DatasetError` naming the file and what is wrong.
+
+:func:`read_user_matrix` reads a user's own matrix (``compare --data/--points/--matrix``):
+``.npy``, ``.npz`` (one array, or a sparse matrix saved by ``scipy.sparse.save_npz``),
+MatrixMarket ``.mtx`` and ``.csv``, with the same refusals (missing, corrupt, empty, not 2-d,
+complex, not numbers, NaN/Inf), each naming the file and the problem it was meant for.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["DATA_DIR", "DatasetError", "data_path", "read_csv_gz", "read_npz", "read_sparse_npz"]
+__all__ = ["DATA_DIR", "DatasetError", "USER_FORMATS", "data_path", "read_csv_gz", "read_npz",
+           "read_sparse_npz", "read_user_matrix"]
 
 #: directory of the files shipped with the package (see ``data/PROVENANCE.md``)
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -245,3 +251,137 @@ def read_csv_gz(path, columns):
                 )
             out[i, j] = value
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# a user's own matrix
+# ---------------------------------------------------------------------------------------------
+
+#: file suffixes :func:`read_user_matrix` reads
+USER_FORMATS = (".npy", ".npz", ".mtx", ".csv")
+
+
+def _user_npz(path):
+    """The one array of an ``.npz``, or the sparse matrix ``scipy.sparse.save_npz`` wrote."""
+    with np.load(path, allow_pickle=False) as archive:
+        names = list(archive.files)
+        if {"format", "shape", "data", "indices", "indptr"} <= set(names) or (
+                {"format", "shape", "row", "col", "data"} <= set(names)):
+            return sp.load_npz(path)  # allow_pickle=False inside
+        if len(names) != 1:
+            raise DatasetError(f"holds {len(names)} arrays {sorted(names)}; expected one array "
+                               f"or a scipy sparse matrix (scipy.sparse.save_npz)")
+        return archive[names[0]]
+
+
+def _user_csv(path):
+    """A numeric table; a first line that is not numbers is taken as a header."""
+    rows = []
+    with open(path, encoding="utf-8", newline="") as handle:
+        for record in csv.reader(handle):
+            if record and any(cell.strip() for cell in record):
+                rows.append((len(rows), [cell.strip() for cell in record]))
+    if rows:
+        try:
+            [float(c) for c in rows[0][1]]
+        except ValueError:
+            rows = rows[1:]  # a header line
+    if not rows:
+        return np.empty((0, 0))
+    width = len(rows[0][1])
+    out = np.empty((len(rows), width), dtype=np.float64)
+    for i, (_, record) in enumerate(rows):
+        if len(record) != width:
+            raise DatasetError(f"data row {i + 1} has {len(record)} fields, the first has {width}")
+        for j, cell in enumerate(record):
+            try:
+                out[i, j] = float(cell)
+            except ValueError:
+                raise DatasetError(f"data row {i + 1}, column {j + 1}: {cell!r} is not a real "
+                                   f"number") from None
+    return out
+
+
+def _read_any(path):
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        return np.load(path, allow_pickle=False)
+    if suffix == ".npz":
+        return _user_npz(path)
+    if suffix == ".mtx":
+        import scipy.io
+
+        return scipy.io.mmread(str(path))
+    return _user_csv(path)
+
+
+def _check_user_values(values, what):
+    """Refuse what is not real finite numbers (``values``: a dense array or sparse data)."""
+    dtype = values.dtype
+    if np.issubdtype(dtype, np.complexfloating):
+        raise DatasetError(f"holds complex numbers (dtype {dtype}); {what} must be real")
+    if not (np.issubdtype(dtype, np.number) or dtype == np.bool_):
+        raise DatasetError(f"does not hold numbers (dtype {dtype})")
+    if np.issubdtype(dtype, np.floating):
+        bad = int(values.size - np.count_nonzero(np.isfinite(values)))
+        if bad:
+            raise DatasetError(f"holds {bad} NaN or infinite value(s); {what} must be finite")
+
+
+def read_user_matrix(path, *, problem, what="a matrix"):
+    """Read and check a user's matrix file: dense float64 array or float64 CSR matrix.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.npy``, ``.npz`` (one array, or a sparse matrix from ``scipy.sparse.save_npz``),
+        ``.mtx`` (MatrixMarket, through ``scipy.io.mmread``) or ``.csv`` (numbers; a first
+        line that is not numbers is a header).
+    problem : str
+        Name of the problem the file is for (named in every error).
+    what : str, default="a matrix"
+        What the file should hold, for the messages (e.g. ``"the data matrix A"``).
+
+    Returns
+    -------
+    numpy.ndarray or scipy.sparse.csr_matrix
+        2-d, float64, at least one row and one column, every value finite. Dense input stays
+        dense (C-contiguous), sparse input stays sparse (sorted indices).
+
+    Raises
+    ------
+    DatasetError
+        The file is missing, has an unknown suffix, cannot be read (corrupt, truncated, a
+        pickle), is empty, is not 2-d, holds complex numbers, non-numbers, NaN or Inf. The
+        message names the file and the problem.
+    """
+    path = Path(path)
+    prefix = f"problem {problem!r}: file {str(path)!r}"
+    if not path.is_file():
+        raise DatasetError(f"{prefix} is missing (no such file)")
+    if path.suffix.lower() not in USER_FORMATS:
+        raise DatasetError(f"{prefix} has the unknown suffix {path.suffix!r}; expected one of "
+                           f"{', '.join(USER_FORMATS)}")
+    try:
+        matrix = _read_any(path)
+        if sp.issparse(matrix):
+            matrix = sp.csr_matrix(matrix)
+            _check_user_values(matrix.data, what)
+        else:
+            matrix = np.asarray(matrix)
+            _check_user_values(matrix, what)
+    except DatasetError as exc:
+        raise DatasetError(f"{prefix}: {exc}") from None
+    except _READ_ERRORS as exc:
+        raise DatasetError(f"{prefix} is not a readable {path.suffix} file (corrupt or "
+                           f"truncated?): {type(exc).__name__}: {exc}") from exc
+    if matrix.ndim != 2:
+        raise DatasetError(f"{prefix} holds an array of shape {matrix.shape}; {what} must be "
+                           f"2-d")
+    if 0 in matrix.shape:
+        raise DatasetError(f"{prefix} is empty (shape {matrix.shape[0]}x{matrix.shape[1]})")
+    if sp.issparse(matrix):
+        matrix = matrix.astype(np.float64)
+        matrix.sort_indices()
+        return matrix
+    return np.ascontiguousarray(matrix, dtype=np.float64)

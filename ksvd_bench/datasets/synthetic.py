@@ -36,11 +36,14 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from solvers import check_choice
+
+from ..kernels._params import check_dtype as _check_dtype  # the one float32/float64 check
 from .graphs import Graph
 
 __all__ = ["DECAYS", "ClusteredPoints", "KernelProblem", "make_clustered_points",
            "make_directed_graph", "make_kernel_problem", "make_rare_clusters",
-           "measure_coherence"]
+           "measure_coherence", "rare_cluster_count", "RARE_SHARE"]
 
 #: singular-value decay laws understood by :func:`make_kernel_problem`
 DECAYS = ("exponential", "polynomial", "flat")
@@ -67,17 +70,6 @@ def _check_real(value, name):
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     return value
-
-
-def _check_dtype(dtype):
-    """``dtype`` as a numpy dtype, which must be float32 or float64."""
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(f"dtype must be float32 or float64, got {dtype!r}") from exc
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-    return dtype
 
 
 # --------------------------------------------------------------------------- directed graphs
@@ -485,8 +477,7 @@ def make_kernel_problem(
     r = _check_int(rank, "rank", 1)
     if r > min(n, m):
         raise ValueError(f"rank must be <= min(n_rows, n_cols) = {min(n, m)}, got {r}")
-    if decay not in DECAYS:
-        raise ValueError(f"decay must be one of {DECAYS}, got {decay!r}")
+    decay = check_choice("decay", decay, DECAYS)
     if decay == "flat":
         if decay_rate is not None:
             raise ValueError("decay_rate must be None for decay='flat'")
@@ -745,6 +736,23 @@ def make_clustered_points(
 
 # --------------------------------------------------------------------------- rare clusters
 
+#: the share of the clusters the rare-cluster family makes rare (6 of 20, as issue 15)
+RARE_SHARE = 0.3
+
+
+def rare_cluster_count(n_clusters):
+    """How many of ``n_clusters`` the rare-cluster family makes rare: the one rule.
+
+    :data:`RARE_SHARE` of them, rounded, at least one and at most ``n_clusters - 1``: the
+    family stays rare at every size, some clusters rare and some common (6 of 20, 2 of 5,
+    1 of 2). Needs ``n_clusters >= 2`` (one cluster cannot be rare beside a common one).
+    """
+    k = _check_int(n_clusters, "n_clusters", 1)
+    if k < 2:
+        raise ValueError(f"the rare-cluster family needs n_clusters >= 2 (a rare cluster "
+                         f"beside a common one), got {k}")
+    return int(min(k - 1, max(1, round(RARE_SHARE * k))))
+
 
 def make_rare_clusters(
     n=6000,
@@ -752,7 +760,7 @@ def make_rare_clusters(
     d=64,
     *,
     n_clusters=20,
-    n_rare=6,
+    n_rare=None,
     rare_weight=0.02,
     weights=None,
     cluster_std=0.08,
@@ -777,8 +785,9 @@ def make_rare_clusters(
         Dimension.
     n_clusters : int, default=20
         Number of clusters K (G has a gap after the K-th singular value).
-    n_rare : int, default=6
+    n_rare : int, optional
         How many clusters are rare (the last ``n_rare``), ``0 <= n_rare <= n_clusters``.
+        Default: :func:`rare_cluster_count` (6 of the default 20).
     rare_weight : float, default=0.02
         Weight of a rare cluster; the others have weight 1 (so with the defaults a rare
         cluster holds about 8 of the 6000 points of each set).
@@ -812,7 +821,7 @@ def make_rare_clusters(
     """
     k = _check_int(n_clusters, "n_clusters", 1)
     if weights is None:
-        n_rare = _check_int(n_rare, "n_rare", 0)
+        n_rare = rare_cluster_count(k) if n_rare is None else _check_int(n_rare, "n_rare", 0)
         if n_rare > k:
             raise ValueError(f"n_rare must be <= n_clusters={k}, got {n_rare}")
         rare_weight = _check_real(rare_weight, "rare_weight")

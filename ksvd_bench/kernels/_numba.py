@@ -22,6 +22,8 @@ import types
 import numba
 import numpy as np
 from numba import prange
+from numba import types as nbtypes
+from numba.extending import overload
 
 RBF, SNE, T = 0, 1, 2
 #: width of the column chunks of the column-sum kernel (fixed: it sets the summation order)
@@ -76,25 +78,30 @@ LOG2E = 1.4426950408889634
 LN2_HI = 6.93147180369123816490e-01  # Cody-Waite split of log(2): LN2_HI + LN2_LO
 LN2_LO = 1.90821492927058770002e-10
 EXP_MIN = -708.0  # below this exp() is subnormal (< 3.3e-308): flushed to zero
+#: 1.5 * 2^52: ``k + ROUND_BITS`` holds the integer ``k`` in its low mantissa bits, read back
+#: through an int64 view (AVX2 has no vector float64 -> int64 conversion: ``int(k)`` would
+#: leave the loop scalar and cost more than the polynomial)
+ROUND_BITS = 6755399441055744.0
 
 
-# No "reassoc" flag: it would let LLVM fold the Cody-Waite reduction. The loop still
-# vectorises (floor, float->int, FMA), unlike a call to libm's exp without SVML.
+# No "reassoc" flag: it would let LLVM fold the Cody-Waite reduction (or k + ROUND_BITS).
+# The loops vectorise (floor, FMA, integer add and shift), unlike a call to libm's exp
+# without SVML.
 @numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=True)
 def exp_nonpos(a, scratch):
     """``a <- exp(a)`` in place for ``a <= 0`` (float64), vectorisable, within 1 ulp of libm.
 
     ``exp(x) = 2^k exp(r)`` with ``k = round(x / log 2)``, ``|r| <= log(2) / 2`` and a degree-13
     Taylor polynomial for ``exp(r)`` (truncation error < 1e-17 relative); ``2^k`` is built
-    from its bit pattern in the int64 ``scratch`` array. Inputs below ``EXP_MIN`` return 0
-    (subnormal results are flushed: an absolute error below 3.3e-308); positive inputs are
-    treated as 0.
+    from its bit pattern in the int64 ``scratch`` array (see :data:`ROUND_BITS`). Inputs
+    below ``EXP_MIN`` return 0 (subnormal results are flushed: an absolute error below
+    3.3e-308); positive inputs are treated as 0.
     """
     m = a.shape[0]
+    kf = scratch.view(np.float64)
     for j in range(m):
         x0 = a[j]
-        x = x0 if x0 > EXP_MIN else EXP_MIN
-        x = x if x < 0.0 else 0.0
+        x = min(max(x0, EXP_MIN), 0.0)  # min/max, not branches: they vectorise better
         k = np.floor(x * LOG2E + 0.5)
         r = (x - k * LN2_HI) - k * LN2_LO
         p = 1.0 / 6227020800.0
@@ -110,11 +117,91 @@ def exp_nonpos(a, scratch):
         p = p * r + 1.0 / 6.0
         p = p * r + 0.5
         p = p * r + 1.0
-        a[j] = p * r + 1.0
-        scratch[j] = (np.int64(k) + 1023) << 52 if x0 >= EXP_MIN else 0  # bits of 0.0
-    two_k = scratch.view(np.float64)
+        a[j] = p * r + 1.0 if x0 >= EXP_MIN else 0.0
+        kf[j] = k + ROUND_BITS
     for j in range(m):
-        a[j] = a[j] * two_k[j]
+        scratch[j] = (scratch[j] + 1023) << 52  # the bits of 2^k (k + 1023 in [1, 1023])
+    for j in range(m):
+        a[j] = a[j] * kf[j]
+
+
+# float32: Cephes' expf (Cody-Waite split of log 2, degree-5 minimax polynomial, within 1 ulp
+# of a correctly rounded expf); below EXP_MIN_F32 the result is subnormal and flushed to 0
+LN2_HI_F32 = np.float32(0.693359375)
+LN2_LO_F32 = np.float32(-2.12194440e-4)
+LOG2E_F32 = np.float32(LOG2E)
+EXP_MIN_F32 = np.float32(-87.0)
+ROUND_BITS_F32 = np.float32(12582912.0)  # 1.5 * 2^23, as ROUND_BITS
+_EXPF_POLY = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                                           4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
+
+
+@numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=True)
+def exp_nonpos_f32(a, scratch):
+    """``a <- exp(a)`` in place for float32 ``a <= 0``, all in float32 arithmetic, vectorisable.
+
+    The float32 twin of :func:`exp_nonpos` (twice the vector width): ``exp(x) = 2^k exp(r)``
+    with ``|r| <= log(2) / 2`` and Cephes' expf polynomial (relative error below 2e-7).
+    ``scratch`` is the same int64 work row as for :func:`exp_nonpos` (its first half, viewed
+    as int32, holds the bits of ``2^k``; see :data:`ROUND_BITS`). Inputs below
+    ``EXP_MIN_F32`` return 0 (an absolute error below 1.7e-38); positive inputs are treated
+    as 0.
+    """
+    m = a.shape[0]
+    zero = np.float32(0.0)
+    half = np.float32(0.5)
+    one = np.float32(1.0)
+    c0, c1, c2, c3, c4, c5 = _EXPF_POLY
+    bits = scratch.view(np.int32)
+    kf = bits.view(np.float32)
+    for j in range(m):
+        x0 = a[j]
+        x = min(max(x0, EXP_MIN_F32), zero)
+        k = np.floor(x * LOG2E_F32 + half)
+        r = (x - k * LN2_HI_F32) - k * LN2_LO_F32
+        p = c0 * r + c1
+        p = p * r + c2
+        p = p * r + c3
+        p = p * r + c4
+        p = p * r + c5
+        a[j] = (p * (r * r) + r) + one if x0 >= EXP_MIN_F32 else zero
+        kf[j] = k + ROUND_BITS_F32
+    for j in range(m):
+        bits[j] = (bits[j] + 127) << 23  # the bits of 2^k (k + 127 in [1, 127])
+    for j in range(m):
+        a[j] = a[j] * kf[j]
+
+
+def exp_inplace(a, scratch):
+    """``a <- exp(a)`` for ``a <= 0`` in ``a``'s own precision (jit code only).
+
+    :func:`exp_nonpos` for float64 rows, :func:`exp_nonpos_f32` for float32 rows; ``scratch``
+    is an int64 work row at least as long as ``a``.
+    """
+    raise NotImplementedError("exp_inplace is called from jit code only")
+
+
+@overload(exp_inplace)
+def _exp_inplace(a, scratch):
+    if a.dtype == nbtypes.float32:
+        return lambda a, scratch: exp_nonpos_f32(a, scratch)
+    return lambda a, scratch: exp_nonpos(a, scratch)
+
+
+def like(a, x):
+    """The number ``x`` as a scalar of the dtype of array ``a`` (jit code only).
+
+    Numba types a literal such as ``2.0`` as float64, and one float64 operand turns float32
+    arithmetic into float64: tile code takes its constants through this.
+    """
+    return a.dtype.type(x)
+
+
+@overload(like)
+def _like(a, x):
+    if a.dtype == nbtypes.float32:
+        return lambda a, x: np.float32(x)
+    return lambda a, x: np.float64(x)
 
 
 @numba.njit(fastmath=True, cache=True)

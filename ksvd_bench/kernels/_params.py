@@ -7,6 +7,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from solvers import check_choice
+
 KERNELS = ("sne", "rbf", "t", "linear", "poly")
 #: kernels whose matrix is exp(-|x - z|^2 / gamma^2) up to row/column scalings
 EXP_KERNELS = ("sne", "rbf")
@@ -15,9 +17,19 @@ COMPATS = ("pinv", "pca", "random", None)
 
 
 def check_kernel(kernel):
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    return kernel
+    """The kernel's canonical name (case-insensitive, ``solvers.check_choice``)."""
+    return check_choice("kernel", kernel, KERNELS)
+
+
+def check_dtype(dtype):
+    """``dtype`` as a numpy dtype, which must be float32 or float64 (the storage dtypes)."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"dtype must be float32 or float64, got {dtype!r}") from exc
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    return dtype
 
 
 def check_gamma(gamma):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from solvers import check_choice
+
 from ._params import COMPATS
 from .matrix import check_data
 
@@ -25,10 +27,10 @@ __all__ = ["compat_data", "resolve_compat"]
 
 def resolve_compat(compat, shape):
     """Return the compat map actually used: "auto" -> None for square ``shape``, else "pca"."""
-    if isinstance(compat, str) and compat == "auto":
+    if compat is not None:  # None (no map) or a name, in any case
+        compat = check_choice("compat", compat, ("auto",) + COMPATS)
+    if compat == "auto":
         return None if shape[0] == shape[1] else "pca"
-    if compat not in COMPATS:
-        raise ValueError(f"compat must be one of {COMPATS + ('auto',)}, got {compat!r}")
     if compat is None and shape[0] != shape[1]:
         raise ValueError(
             f"compat=None needs a square A (x_i and z_j must have the same dimension), "

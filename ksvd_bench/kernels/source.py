@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
-from solvers import check_index  # solvers imports nothing from ksvd_bench
+from solvers import check_choice, check_index  # solvers imports nothing from ksvd_bench
 
 from . import _numba as nb
 from ._ordered import count_nonfinite, ordered_dot, ordered_sum_squares
@@ -29,10 +30,22 @@ from .matrix import (
     translate_to_mean,
 )
 
-__all__ = ["ksvd_kernel", "KernelSource"]
+__all__ = ["ksvd_kernel", "KernelSource", "FROBENIUS_RTOL"]
 
 #: default memory budget of the work buffers of one pass (partial sums of the reductions)
 DEFAULT_CHUNK_BYTES = 32 * 2**20
+#: Largest rounding slack, relative to the value, at which :meth:`KernelSource.frobenius_norm`
+#: gives ``||G||_F`` as known (by dtype character). ``||G||_F^2`` is then exact to ``2x`` that,
+#: 1% of the smallest Frobenius gap the estimates trust (``solvers.GAP_RTOL`` 1e-8 in float64,
+#: ``solvers.GAP_RTOL_FLOAT32`` 1e-3 in float32).
+FROBENIUS_RTOL = {"d": 5e-11, "f": 5e-6}
+#: bytes of the row blocks of the centred norm's pass
+FROBENIUS_BLOCK_BYTES = 8 * 2**20
+
+
+def _sum_slack(shape):
+    """Relative rounding of a float64 sum over an ``N x M`` matrix's entries (typical size)."""
+    return 4 * math.sqrt(shape[0] + shape[1]) * np.finfo(np.float64).eps
 
 
 def _resolve_gamma(A, kernel, gamma, bandwidth_factor):
@@ -296,6 +309,7 @@ class KernelSource:
         if structured not in ("auto", True, False):
             raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
         device = _check_device_client(device, client)
+        kernel = check_kernel(kernel)  # canonical name before it picks the structured class
         if device != "cpu" and structured is True:
             raise ValueError("structured=True runs in process on the CPU: use device='cpu'")
         if client is not None and cls is KernelSource:
@@ -422,8 +436,7 @@ class KernelSource:
         True
         """
         device = _check_device_client(device, client)
-        if setup not in ("eager", "lazy"):
-            raise ValueError(f"setup must be 'eager' or 'lazy', got {setup!r}")
+        setup = check_choice("setup", setup, ("eager", "lazy"))
         if setup == "lazy" and client is not None:
             raise ValueError("setup='lazy' runs in process only: the cluster runs the set-up "
                              "pass when the source is built (pass setup='eager' with client)")
@@ -472,6 +485,7 @@ class KernelSource:
             X, Z = translate_to_mean(X, Z)
             X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma)
         params = Params(CODES[kernel], float(inv_g2), float(coef0), float(degree))
+        self._inv_g2 = float(inv_g2)
         X, Z = self._cast(X), self._cast(Z)
         # norms of the stored (rounded) points, so that d = |x|^2 + |z|^2 - 2 x.z cancels
         xx, zz = squared_norms(X), squared_norms(Z)
@@ -490,6 +504,7 @@ class KernelSource:
         self._cmean = np.zeros(self.shape[1])
         self._gmean = 0.0
         self._sumsq = None  # sum of squares of the uncentred G, when a pass gave it
+        self._measured_fro = None  # (value, slack) of the centred norm's pass, once made
         self._ready = False
         self._lazy_setup = False  # from_points(..., setup="lazy"): run it on first use
 
@@ -583,6 +598,7 @@ class KernelSource:
                 colsum += p["colsum"]
             sumsq = None if sumsq is None or p["sumsq"] is None else sumsq + p["sumsq"]
         self._shift, self._scale, self._sumsq = shift, scale, sumsq
+        self._measured_fro = None  # new constants: the centred norm is measured again
         if self.center:
             self._rmean = rowsum / m
             self._cmean = colsum / n
@@ -769,8 +785,9 @@ class KernelSource:
         return float(bound * (1 + pad))
 
     def _fro2(self):
-        """``||G||_F^2`` from the set-up pass's sum of squares (centred: ``sum G^2 - M sum
-        r_i^2 - N sum c_j^2 + N M g^2``); may round below 0 when G is nearly zero."""
+        """``||G||_F^2`` from the set-up pass's sums (centred: ``sum G^2 - M sum r_i^2 - N sum
+        c_j^2 + N M g^2``). The centred form cancels for points far from the origin: only
+        :meth:`norm_bound` uses it, with a slack that covers the cancellation."""
         if not self.center:
             return self._sumsq
         n, m = self.shape
@@ -778,20 +795,111 @@ class KernelSource:
                 - n * ordered_sum_squares(self._cmean) + n * m * self._gmean ** 2)
 
     def frobenius_norm(self):
-        """``||G||_F`` of the (normalised, centred) G, exact to rounding, or None.
+        """``||G||_F`` of the (normalised, centred) G, exact to rounding, or None (unknown).
 
-        From the sum of squares the set-up pass measured (SNE, t, or any centred kernel),
-        with the centring formula of :meth:`norm_bound` (without its padding). None where
-        no pass measured it (uncentred rbf, linear, poly: :meth:`norm_bound` is only an
-        analytic bound there), before the set-up pass, or where the sum overflowed (a
-        ``setup="lazy"`` source runs its set-up pass here). ``rsvd`` and ``block_krylov``
-        use it for their Frobenius-gap error estimate.
+        Uncentred SNE and t: from the sum of squares of the set-up pass (free). Centred
+        kernels: from one pass over G that centres each entry, ``G_ij - r_i - c_j + g``,
+        before squaring it (:meth:`_centred_sum_of_squares`: float64, compensated), made on
+        the first call and counted in ``n_passes``; later calls are free. The sum of squares
+        minus the means' squares would cancel for points far from the origin (a linear
+        kernel at offset 3000 gave 0.0 for a norm of 965). None where no pass measured it
+        (uncentred rbf, linear, poly: :meth:`norm_bound` is only an analytic bound there),
+        where a sum overflowed, and where the rounding slack is not small against the
+        value: above :data:`FROBENIUS_RTOL` of it (:meth:`frobenius_slack`), so a norm lost
+        to cancellation, and a zero norm (always within its slack), are never given as
+        known. A ``setup="lazy"`` source runs its set-up pass here. ``rsvd`` and
+        ``block_krylov`` use it for their Frobenius-gap error estimate, the driver for
+        ``stop="estimate"``.
         """
+        return self._known_frobenius(self._frobenius())
+
+    def _known_frobenius(self, measured):
+        value, slack = measured
+        if value is None or not (value > 0 and slack <= FROBENIUS_RTOL[self.dtype.char] * value):
+            return None
+        return value
+
+    def frobenius_slack(self):
+        """``(value, slack)``: the measured ``||G||_F`` and a bound on its rounding error.
+
+        ``(None, inf)`` where nothing measured it. The slack models first-order rounding
+        of the entries the sum squares, against the operator the source's products apply:
+        the centring subtraction (``3 eps`` of ``|G_ij| + |r_i| + |c_j| + |g|``, at most
+        ``12 eps sqrt(sum G^2)`` in Frobenius norm, uncentred ``G``), the float32 cast of
+        a returned block, and the summations (``sqrt(N + M) eps`` each, their typical
+        size). Runs the pass of :meth:`frobenius_norm` where it has not run.
+        """
+        return self._frobenius()
+
+    def _frobenius(self, block_of_rows=None, counter=None):
+        """``(value, slack)``; the centred pass reads ``block_of_rows(a, b)`` (default this
+        process's ``G[a:b]``) and is counted in ``counter.n_passes`` (default this source)."""
         if not self._ready and self._lazy_setup:
             self._run_setup()
         if not self._ready or self._sumsq is None or not np.isfinite(self._sumsq):
-            return None
-        return float(np.sqrt(max(self._fro2(), 0.0)))
+            return None, np.inf
+        if not self.center:
+            value = float(np.sqrt(self._sumsq))
+            return value, _sum_slack(self.shape) * value + self._evaluation_slack()
+        if getattr(self, "_measured_fro", None) is None:
+            total = self._centred_sum_of_squares(block_of_rows or self._block_of_rows)
+            (counter or self).n_passes += 1
+            self._measured_fro = self._frobenius_from_sum(total)
+        return self._measured_fro
+
+    def _block_of_rows(self, a, b):
+        return self._eval(slice(a, b), None)
+
+    def _centred_sum_of_squares(self, block_of_rows):
+        """``sum_ij G_ij^2`` over ``block_of_rows(a, b)`` (``G[a:b]``, centred by the source).
+
+        Row blocks of about :data:`FROBENIUS_BLOCK_BYTES`; each row's sum in float64
+        (numpy's pairwise sum), the rows' sums added exactly (``math.fsum``): the result
+        does not depend on the block size or on who evaluates the blocks.
+        """
+        n, m = self.shape
+        step = max(1, FROBENIUS_BLOCK_BYTES // (8 * max(m, 1)))
+        parts = []
+        for a in range(0, n, step):
+            B = np.asarray(block_of_rows(a, min(n, a + step)), dtype=np.float64)
+            parts.extend(np.sum(B * B, axis=1).tolist())
+        return math.fsum(parts)
+
+    def _frobenius_from_sum(self, total):
+        """``(value, slack)`` of a measured centred sum of squares (see frobenius_slack)."""
+        if not np.isfinite(total):
+            return None, np.inf
+        value = math.sqrt(total)
+        eps = np.finfo(np.float64).eps
+        uncentred = math.sqrt(self._sumsq)
+        slack = (12 * eps * uncentred + _sum_slack(self.shape) * (uncentred + value)
+                 + self._evaluation_slack())
+        if self.dtype != np.float64:
+            slack += np.finfo(self.dtype).eps * value  # the block's cast, entry by entry
+        return value, float(slack)
+
+    def _evaluation_slack(self):
+        """First-order bound on ``||G~ - G||_F`` for the uncentred kernel values ``G~`` the
+        tiles compute (cross products in the storage dtype, ``u`` its machine epsilon).
+
+        Linear and poly (degree ``p``): ``|x.z|`` rounds by ``(d + 2) u |x| |z|``, raised to
+        ``p``: at most ``p (d + 2) u`` times the analytic bound (Cauchy-Schwarz). Exp and t
+        kernels: the exponent ``t = (|x|^2 + |z|^2 - 2 x.z) / gamma^2`` rounds by
+        ``(d + 2) u T`` with ``T = 2 (max |x|^2 + max |z|^2) / gamma^2`` (translated, scaled
+        points), and ``|dk/dt| <= k``; the row normalisation of SNE and t adds ``M`` float64
+        roundings. The centring that follows is a projection: it does not enlarge it.
+        """
+        n, m = self.shape
+        u = float(np.finfo(self.dtype).eps)
+        d = self.n_features
+        if self.kernel in ("linear", "poly"):
+            p = self.degree if self.kernel == "poly" else 1
+            return p * (d + 2) * u * self._analytic_bound()
+        xmax = float(np.max(self._xx)) if self._xx.size else 0.0
+        zmax = float(np.max(self._zz)) if self._zz.size else 0.0
+        T = 2.0 * getattr(self, "_inv_g2", 0.0) * (xmax + zmax)
+        rel = (d + 2) * u * (1.0 + T) + (m + 4) * np.finfo(np.float64).eps
+        return rel * float(np.sqrt(self._sumsq))
 
     def _analytic_bound(self):
         n, m = self.shape

@@ -1,6 +1,6 @@
 """The benchmark problems: one kernel matrix per ``--dataset``, built the paper's way.
 
-=====================  =========================================================================
+====================== ========================================================================
 ``cora``, ``citeseer``  the directed citation graph's adjacency matrix A (N x N, x_i = A[i, :],
 ``pubmed``              z_j = A[:, j]), SNE kernel (or ``kernel=``), the paper's bandwidth rule
                         with factor 1 / 1 / 0.5, centred by default
@@ -12,17 +12,35 @@
                         :func:`ksvd_bench.datasets.make_rare_clusters`, d = 64), uncentred SNE
                         with the family's gamma; the points are kept, so the lazy source (and
                         ``sampling="rpcholesky"``'s joint PSD kernel) can be built from them
-=====================  =========================================================================
+====================== ========================================================================
 
 :func:`build_problem` times the dense kernel construction (after a JIT warm-up on a small slice,
 so compile time is never charged) and keeps the data matrix, so the lazy sources of the
 Nystrom methods and the exact structured operator can be built (and timed) later from it.
+
+A user's own problems (``compare --data/--points/--matrix``, issue 19):
+
+* :func:`problem_from_data`: a data matrix A (array or sparse), the kernel built as for the
+  bundled graphs;
+* :func:`problem_from_points`: two point sets ``G = k(X, Z)`` (or one used twice). Where the
+  dense G fits ``memory_limit`` it is built (timed); otherwise the problem is *lazy*: ``G`` is
+  the lazy ``KernelSource.from_points`` (never formed), every solver reads it through products
+  and blocks, and the reference is block Krylov deepened until its residual-based error
+  estimate is at most :data:`LAZY_REFERENCE_TOL` (:func:`krylov_reference`), which the
+  problem's ``reference_note`` says;
+* :func:`problem_from_file`: any of them from files (``.npy``, ``.npz``, ``.mtx``, ``.csv``,
+  read and checked by :func:`ksvd_bench.datasets._files.read_user_matrix`), named by the
+  file's stem;
+* :func:`add_problem_arguments` / :func:`problems_from_args`: the flags and their problems,
+  every file read and checked before any kernel is built.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,7 +48,10 @@ import scipy.sparse as sp
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
 
 __all__ = ["DATASETS", "DATASET_SHAPES", "POINT_DATASETS", "SHAPED_DATASETS", "DEFAULT_SHAPES",
-           "Problem", "build_problem", "problem_data", "problem_from_data", "dataset_shape"]
+           "DEFAULT_MEMORY_LIMIT", "LAZY_REFERENCE_TOL", "FILE_KINDS", "Problem",
+           "build_problem", "problem_data", "problem_from_data", "problem_from_points",
+           "problem_from_file", "points_gamma", "krylov_reference", "dataset_shape",
+           "add_problem_arguments", "problems_from_args"]
 
 GRAPH_DATASETS = ("cora", "citeseer", "pubmed")
 FEATURE_DATASETS = ("cora-features", "citeseer-features")
@@ -51,6 +72,15 @@ DEFAULT_SYNTHETIC_SHAPE = (1500, 1200)
 DEFAULT_RARE_SHAPE = (6000, 6000)
 #: default shape of each shaped dataset
 DEFAULT_SHAPES = {"synthetic": DEFAULT_SYNTHETIC_SHAPE, "rare-clusters": DEFAULT_RARE_SHAPE}
+#: bytes a dense G of a point problem may take (``--memory-limit``, GiB on the command line);
+#: above it the problem is raced lazily
+DEFAULT_MEMORY_LIMIT = 2 * 2**30
+#: the reference of a lazy problem: block Krylov until max(||G V - U S||, ||G^T U - V S||) over
+#: the top-r triplets, over the gap s_r - s_(r+1) (Wedin's bound), is at most this
+LAZY_REFERENCE_TOL = 1e-10
+#: what a user file holds: ``--data`` (a data matrix A), ``--matrix`` (a kernel matrix G),
+#: ``--points`` (point sets, one point per row)
+FILE_KINDS = ("data", "matrix", "points")
 
 
 @dataclass(repr=False)
@@ -78,20 +108,67 @@ class Problem:
     points : tuple of ndarray or None
         ``(X, Z)`` of a problem built from two point sets (``G = k(X, Z)``, uncentred), None
         otherwise. Only such a problem has a joint PSD kernel (``sampling="rpcholesky"``).
+    source : str or None
+        Where the problem came from: the file(s) of a user problem, None for the bundled ones.
+
+    A *lazy* problem (:attr:`is_lazy`, from :func:`problem_from_points` over the memory
+    limit) holds the lazy ``KernelSource`` as ``G``: a matrix source, never an array.
     """
 
     name: str
-    G: np.ndarray
+    G: object
     kernel_seconds: float | None
     A: object = None
     kernel: str | None = None
     gamma: float | None = None
     params: dict = field(default_factory=dict)
     points: tuple | None = None
+    source: str | None = None
 
     @property
     def shape(self):
-        return self.G.shape
+        return tuple(self.G.shape)
+
+    @property
+    def is_lazy(self):
+        """True when ``G`` is a lazy matrix source (not formed) rather than an array."""
+        return not isinstance(self.G, np.ndarray)
+
+    @property
+    def reference_note(self):
+        """What the rows of a lazy problem say about its reference (None: exact reference)."""
+        if not self.is_lazy:
+            return None
+        return (f"reference: block Krylov to {LAZY_REFERENCE_TOL:g} (not exact; G of "
+                f"{self.shape[0]}x{self.shape[1]} over the memory limit, never formed)")
+
+    def corner(self, size):
+        """The dense top-left ``size x size`` block of G (a warm-up matrix), lazy or not."""
+        n, m = min(size, self.shape[0]), min(size, self.shape[1])
+        if self.is_lazy:
+            return np.ascontiguousarray(self.G.block(np.arange(n), np.arange(m)),
+                                        dtype=np.float64)
+        return np.ascontiguousarray(self.G[:n, :m])
+
+    def norm_fro(self):
+        """``||G||_F`` (one pass over a lazy G, unless its source knows it)."""
+        if self.is_lazy:
+            from ksvd_bench.metrics import frobenius_norm
+
+            return frobenius_norm(self.G)
+        return float(np.linalg.norm(self.G))
+
+    def lazy_reference(self, rank, *, cache_dir=None):
+        """The reference of a lazy problem (:func:`krylov_reference`), cached by definition.
+
+        Returns
+        -------
+        reference : solvers.SVDResult
+            ``info["method"]`` says ``"block_krylov"`` and its ``estimated_error``.
+        """
+        if not self.is_lazy:
+            raise ValueError(f"problem {self.name!r} is not lazy: its reference is exact")
+        return krylov_reference(self.G, rank, cache_dir=cache_dir, key=self.definition)
 
     @property
     def definition(self):
@@ -111,8 +188,9 @@ class Problem:
         kernel = self.kernel or "given"
         gamma = "" if self.gamma is None else f", gamma={self.gamma:.4g}"
         secs = "" if self.kernel_seconds is None else f", kernel_seconds={self.kernel_seconds:.3g}"
+        lazy = ", lazy" if self.is_lazy else ""
         return (f"Problem(name={self.name!r}, shape={self.G.shape[0]}x{self.G.shape[1]}, "
-                f"kernel={kernel!r}{gamma}{secs})")
+                f"kernel={kernel!r}{gamma}{secs}{lazy})")
 
     @property
     def has_lazy_source(self):
@@ -153,6 +231,8 @@ class Problem:
             X, Z = self.points
             return KernelSource.from_points(X, Z, self.kernel, gamma=self.gamma,
                                             center=bool(self.params.get("center", False)))
+        if self.is_lazy:
+            return self.G
         if self.A is None:
             from solvers import as_source
 
@@ -383,3 +463,424 @@ def _rare_clusters_problem(name, shape, seed):
               "rare": [int(c) for c in P.params["rare"]], "dtype": "float64"}
     return Problem(name=name, G=G, kernel_seconds=seconds, kernel="sne", gamma=gamma,
                    params=params, points=(P.X, P.Z))
+
+
+# ---------------------------------------------------------------------------------------------
+# a user's own problems: points, files, and the command-line flags
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_seed(random_state):
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
+        raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
+    return int(random_state)
+
+
+def _check_memory_limit(memory_limit):
+    if (isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, float, np.number))
+            or not (math.isfinite(memory_limit) and memory_limit > 0)):
+        raise ValueError(f"memory_limit must be a positive number of bytes, got "
+                         f"{memory_limit!r}")
+    return float(memory_limit)
+
+
+def points_gamma(X, Z, bandwidth_factor=1.0):
+    """The paper's bandwidth rule on two point sets: ``factor * sqrt(d * var([X; Z]))``.
+
+    The rule :func:`ksvd_bench.kernels.paper_gamma` applies to a data matrix, applied to the
+    stacked points (``d`` features, the variance over all entries).
+    """
+    from ksvd_bench.kernels import paper_gamma
+
+    if sp.issparse(X) or sp.issparse(Z):
+        return paper_gamma(sp.vstack([sp.csr_matrix(X), sp.csr_matrix(Z)]), bandwidth_factor)
+    return paper_gamma(np.vstack([X, Z]), bandwidth_factor)
+
+
+def _check_points(X, Z, name):
+    """X and Z as float64 2-d arrays with the same number of features, finite, non-empty."""
+    out = []
+    for label, P in (("X", X), ("Z", Z)):
+        if not sp.issparse(P):
+            P = np.asarray(P)
+            if np.issubdtype(P.dtype, np.complexfloating) or not (
+                    np.issubdtype(P.dtype, np.number) or P.dtype == np.bool_):
+                raise ValueError(f"problem {name!r}: points {label} must be real numbers, got "
+                                 f"dtype {P.dtype}")
+            P = np.ascontiguousarray(P, dtype=np.float64)
+        if P.ndim != 2 or 0 in P.shape:
+            raise ValueError(f"problem {name!r}: points {label} must be a non-empty 2-d array "
+                             f"(one point per row), got shape {P.shape}")
+        data = P.data if sp.issparse(P) else P
+        if not np.all(np.isfinite(data)):
+            raise ValueError(f"problem {name!r}: points {label} hold NaN or infinite values")
+        out.append(P)
+    if out[0].shape[1] != out[1].shape[1]:
+        raise ValueError(f"problem {name!r}: X and Z must have the same number of features "
+                         f"(columns), got {out[0].shape[1]} and {out[1].shape[1]}")
+    return out
+
+
+def problem_from_points(X, Z=None, *, name, kernel=DEFAULT_KERNEL, gamma=None,
+                        bandwidth_factor=1.0, center=False, memory_limit=DEFAULT_MEMORY_LIMIT,
+                        random_state=0, source=None):
+    """A :class:`Problem` from two point sets, ``G = k(X, Z)``: dense if it fits, else lazy.
+
+    Parameters
+    ----------
+    X : array-like of shape (N, d)
+        Row points.
+    Z : array-like of shape (M, d), optional
+        Column points (default: ``X`` again).
+    name : str
+        Label of the problem in tables and files.
+    kernel : str, default="sne"
+    gamma : float, optional
+        Bandwidth; default :func:`points_gamma` with ``bandwidth_factor``.
+    bandwidth_factor : float, default=1.0
+    center : bool, default=False
+        Double-centre G.
+    memory_limit : float, default=2 GiB
+        Bytes the dense float64 G may take. ``8 N M <= memory_limit``: G is built densely
+        (timed, after a JIT warm-up) and the reference is exact. Otherwise the problem is lazy
+        (:attr:`Problem.is_lazy`): ``G`` is ``KernelSource.from_points`` (its set-up pass
+        timed as ``kernel_seconds``), never formed, and the reference is
+        :func:`krylov_reference`.
+    random_state : int, default=0
+        Recorded seed (the kernel itself is deterministic).
+    source : str, optional
+        Where the points came from (recorded).
+
+    Returns
+    -------
+    Problem
+        With ``points=(X, Z)``: every method runs on it, ``sampling="rpcholesky"`` included.
+
+    Raises
+    ------
+    ValueError
+        Points not 2-d, empty, complex, non-finite, or X and Z of different dimensions; a
+        non-positive memory limit. The message names the problem.
+    """
+    from ksvd_bench.kernels import KernelSource, kernel_matrix
+
+    seed = _check_seed(random_state)
+    limit = _check_memory_limit(memory_limit)
+    X, Z = _check_points(X, X if Z is None else Z, name)
+    if gamma is None and kernel in ("sne", "rbf", "t"):
+        gamma = points_gamma(X, Z, float(bandwidth_factor))
+    gamma = None if gamma is None else float(gamma)
+    n, m = X.shape[0], Z.shape[0]
+    params = {"shape": [n, m], "bandwidth_factor": float(bandwidth_factor), "compat": None,
+              "center": bool(center), "seed": seed, "dtype": "float64",
+              "lazy": 8.0 * n * m > limit}
+    if params["lazy"]:
+        # compile the lazy kernels on a small slice first, so the timed set-up pass is clean
+        k = min(WARM_UP_ROWS[-1], n, m)
+        KernelSource.from_points(X[:k], Z[:k], kernel, gamma=gamma, center=bool(center))
+        t0 = time.perf_counter()
+        G = KernelSource.from_points(X, Z, kernel, gamma=gamma, center=bool(center))
+        seconds = time.perf_counter() - t0
+    else:
+        for rows in WARM_UP_ROWS:
+            kernel_matrix(X[:rows], Z[:rows], kernel, gamma=gamma, center=bool(center))
+        t0 = time.perf_counter()
+        G = np.asarray(kernel_matrix(X, Z, kernel, gamma=gamma, center=bool(center)),
+                       dtype=np.float64)
+        seconds = time.perf_counter() - t0
+    return Problem(name=name, G=G, kernel_seconds=seconds, kernel=kernel, gamma=gamma,
+                   params=params, points=(X, Z), source=source)
+
+
+def _read(path, kind, name):
+    from ksvd_bench.datasets._files import read_user_matrix
+
+    what = {"data": "the data matrix A", "matrix": "the kernel matrix G",
+            "points": "a point set (one point per row)"}[kind]
+    return read_user_matrix(path, problem=name, what=what)
+
+
+def _stem(path):
+    return Path(path).name.split(".")[0] or Path(path).name
+
+
+def read_problem_files(kind, paths, *, name=None):
+    """Read and check the file(s) of one user problem, before any kernel is built.
+
+    Parameters
+    ----------
+    kind : {"data", "matrix", "points"}
+    paths : str or path, or a sequence of one or two (two only for ``"points"``: X and Z)
+    name : str, optional
+        The problem's name; default the first file's stem.
+
+    Returns
+    -------
+    (name, arrays)
+        ``arrays`` the checked matrices (:func:`~ksvd_bench.datasets._files.read_user_matrix`).
+
+    Raises
+    ------
+    ksvd_bench.datasets.DatasetError
+        A file that is missing, unreadable, empty, not 2-d, complex, NaN, or points of
+        different dimensions; naming the file and the problem.
+    """
+    from ksvd_bench.datasets import DatasetError
+
+    if kind not in FILE_KINDS:
+        raise ValueError(f"kind must be one of {FILE_KINDS}, got {kind!r}")
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    name = _stem(paths[0]) if paths and name is None else name
+    if not 1 <= len(paths) <= (2 if kind == "points" else 1):
+        raise DatasetError(f"problem {name!r}: --{kind} takes "
+                           f"{'one or two files (X [Z])' if kind == 'points' else 'one file'}, "
+                           f"got {len(paths)}: {' '.join(str(p) for p in paths)}")
+    arrays = [_read(p, kind, name) for p in paths]
+    if kind == "points":
+        if any(sp.issparse(a) for a in arrays):
+            arrays = [a.toarray() if sp.issparse(a) else a for a in arrays]
+        if len(arrays) == 2 and arrays[0].shape[1] != arrays[1].shape[1]:
+            raise DatasetError(
+                f"problem {name!r}: the point sets {str(paths[0])!r} and {str(paths[1])!r} have "
+                f"{arrays[0].shape[1]} and {arrays[1].shape[1]} features (columns); X and Z "
+                f"need the same")
+    return name, arrays
+
+
+def problem_from_file(path, *, kind="data", name=None, kernel=DEFAULT_KERNEL, gamma=None,
+                      bandwidth_factor=1.0, compat=None, center=None,
+                      memory_limit=DEFAULT_MEMORY_LIMIT, random_state=0):
+    """A :class:`Problem` from a user's file(s), named by the (first) file's stem.
+
+    Parameters
+    ----------
+    path : str or path, or a pair of them for ``kind="points"`` (X and Z)
+        ``.npy``, ``.npz`` (one array or a scipy sparse matrix), ``.mtx`` or ``.csv``.
+    kind : {"data", "matrix", "points"}, default="data"
+        ``"data"``: a data matrix A, the kernel built by :func:`problem_from_data`
+        (``compat`` default ``"pca"`` when A is not square); ``"matrix"``: a precomputed
+        kernel matrix G, raced as given (a sparse G is made dense: it must fit
+        ``memory_limit``); ``"points"``: one or two point sets,
+        :func:`problem_from_points`.
+    name : str, optional
+        Default: the file's stem (``graphs/web.mtx`` -> ``web``).
+    center : bool, optional
+        Double-centre G; default True for ``"data"`` (as the graphs), False for ``"points"``
+        (a block of a PSD kernel, which ``sampling="rpcholesky"`` needs).
+    kernel, gamma, bandwidth_factor, compat, random_state
+        As :func:`problem_from_data` (ignored by ``"matrix"``).
+    memory_limit : float, default=2 GiB
+        Bytes a dense G may take (points: above it the problem is lazy; matrix: above it a
+        sparse G is refused).
+
+    Returns
+    -------
+    Problem
+        ``source`` records the file path(s).
+
+    Raises
+    ------
+    ksvd_bench.datasets.DatasetError
+        A bad file (see :func:`read_problem_files`), before any kernel is built.
+    """
+    name, arrays = read_problem_files(kind, path, name=name)
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    source = " ".join(str(p) for p in paths)
+    if kind == "points":
+        return problem_from_points(*arrays, name=name, kernel=kernel, gamma=gamma,
+                                   bandwidth_factor=bandwidth_factor, center=bool(center),
+                                   memory_limit=memory_limit, random_state=random_state,
+                                   source=source)
+    (A,) = arrays
+    if kind == "matrix":
+        return _given_matrix(A, name, source, _check_memory_limit(memory_limit), random_state)
+    if A.shape[0] != A.shape[1] and compat is None:
+        compat = DEFAULT_FEATURE_COMPAT
+    problem = problem_from_data(A, name=name, kernel=kernel, gamma=gamma,
+                                bandwidth_factor=bandwidth_factor, compat=compat,
+                                center=True if center is None else bool(center),
+                                random_state=random_state)
+    problem.source = source
+    return problem
+
+
+def _given_matrix(G, name, source, limit, random_state):
+    from ksvd_bench.datasets import DatasetError
+
+    if sp.issparse(G):
+        if 8.0 * G.shape[0] * G.shape[1] > limit:
+            raise DatasetError(
+                f"problem {name!r}: the sparse kernel matrix in {source!r} is "
+                f"{G.shape[0]}x{G.shape[1]}; raced as a dense G it needs "
+                f"{8.0 * G.shape[0] * G.shape[1] / 2**30:.2f} GiB, over the memory limit of "
+                f"{limit / 2**30:.2f} GiB (raise --memory-limit)")
+        G = G.toarray()
+    params = {"shape": list(G.shape), "seed": _check_seed(random_state), "center": False,
+              "compat": None, "dtype": "float64", "given": True}
+    return Problem(name=name, G=np.ascontiguousarray(G, dtype=np.float64), kernel_seconds=None,
+                   params=params, source=source)
+
+
+def _wedin_estimate(source, U, s, V, rank):
+    """``max(||G V - U S||, ||G^T U - V S||) / (s_r - s_(r+1))`` over the top ``rank`` triplets
+    (one pass): Wedin's bound on the subspace error, the gap from the values themselves."""
+    Vr, Ur, sr = V[:, :rank], U[:, :rank], s[:rank]
+    res = max(np.linalg.norm(source.matmat(Vr) - Ur * sr, 2),
+              np.linalg.norm(source.rmatmat(Ur) - Vr * sr, 2))
+    gap = sr[-1] - s[rank] if s.size > rank else sr[-1]
+    return (float(res / gap) if gap > 0 else math.inf), float(res)
+
+
+def krylov_reference(source, rank, *, tol=LAZY_REFERENCE_TOL, depths=(2, 4, 8, 16, 32),
+                     n_extra=10, cache_dir=None, key=None):
+    """Top triplets of a matrix too large to form, by block Krylov to a residual tolerance.
+
+    Block Krylov (``n_oversamples=10``, seed 12345) for ``rank + n_extra`` triplets at the
+    depths ``depths`` in turn, until the Wedin estimate of the top-``rank`` subspace error
+    (:func:`_wedin_estimate`, one pass) is at most ``tol``. Not exact: ``info`` keeps the
+    estimate reached (the last depth's, if none reached ``tol``).
+
+    Parameters
+    ----------
+    source : matrix source
+    rank : int
+    tol : float, default=1e-10
+    depths : sequence of int
+    n_extra : int, default=10
+        Triplets beyond ``rank``, so that a cluster cut by ``rank`` is seen by the metrics.
+    cache_dir : str or Path, optional
+        Directory of a cache keyed by ``key`` (``krylov-<digest>-r<rank>.npz``).
+    key : optional
+        The problem's definition (:func:`ksvd_bench.driver.definition_key`).
+
+    Returns
+    -------
+    solvers.SVDResult
+        ``info``: ``method="block_krylov"``, ``n_iter``, ``estimated_error``, ``residual``,
+        ``tol``, ``reached`` (estimate <= tol), ``cached``.
+    """
+    import solvers
+    from ksvd_bench.driver import definition_key
+
+    path = None
+    if cache_dir is not None and key is not None:
+        path = Path(cache_dir) / f"krylov-{definition_key(key)}-r{rank}.npz"
+        if path.is_file():
+            with np.load(path, allow_pickle=False) as f:
+                info = {"method": "block_krylov", "n_iter": int(f["n_iter"]),
+                        "estimated_error": float(f["estimate"]), "residual": float(f["residual"]),
+                        "tol": tol, "reached": bool(float(f["estimate"]) <= tol),
+                        "cached": True}
+                return solvers.SVDResult(f["U"], f["s"], f["V"], info)
+    k = min(rank + n_extra, min(source.shape))
+    t0 = time.perf_counter()
+    for n_iter in depths:
+        ref = solvers.svd(source, k, method="block_krylov", random_state=12345,
+                          n_oversamples=10, n_iter=n_iter)
+        estimate, residual = _wedin_estimate(source, ref.U, ref.s, ref.V, rank)
+        if estimate <= tol:
+            break
+    info = {"method": "block_krylov", "n_iter": n_iter, "estimated_error": estimate,
+            "residual": residual, "tol": tol, "reached": bool(estimate <= tol),
+            "cached": False, "seconds": time.perf_counter() - t0}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, U=ref.U, s=ref.s, V=ref.V, n_iter=n_iter, estimate=estimate,
+                 residual=residual)
+        tmp.replace(path)
+    return solvers.SVDResult(ref.U, ref.s, ref.V, info)
+
+
+def add_problem_arguments(parser):
+    """Add a user's own problems to a parser: ``--data``, ``--points``, ``--matrix`` (each
+    repeatable, mixable with ``--dataset``) and ``--memory-limit``.
+
+    The kernel, gamma (``--gamma``, ``--bandwidth-factor``), compat and centring come from the
+    parser's usual flags when it has them (``--kernel``, ``--center``). Read the problems back
+    with :func:`problems_from_args`.
+    """
+    from ksvd_bench._cliargs import positive_float
+
+    g = parser.add_argument_group(
+        "your own problems (each repeatable, mixable with --dataset; named by the file's stem)")
+    g.add_argument("--data", action="append", default=[], metavar="FILE",
+                   help="a data matrix A (.npy, .npz with one array or a scipy sparse matrix, "
+                        ".mtx, .csv): the kernel is built from it as for the graphs (--kernel, "
+                        "--gamma, --compat, --center)")
+    g.add_argument("--points", action="append", nargs="+", default=[], metavar="FILE",
+                   help="X.npy [Z.npy]: two point sets (one point per row), or one used "
+                        "twice; G = k(X, Z), uncentred (a block of a PSD kernel, which "
+                        "rpcholesky needs), dense or lazy (see --memory-limit); every method "
+                        "runs, rpcholesky included")
+    g.add_argument("--matrix", action="append", default=[], metavar="FILE",
+                   help="a precomputed kernel matrix G, dense or sparse, raced as given")
+    g.add_argument("--gamma", type=positive_float, default=None,
+                   help="bandwidth of the user problems (default: the paper's rule, "
+                        "factor --bandwidth-factor)")
+    g.add_argument("--bandwidth-factor", type=positive_float, default=1.0,
+                   help="factor of the paper's bandwidth rule for the user problems "
+                        "(default: %(default)s)")
+    g.add_argument("--compat", default=None,
+                   help="compatibility map of a non-square --data matrix (default: pca)")
+    g.add_argument("--memory-limit", type=positive_float, default=DEFAULT_MEMORY_LIMIT / 2**30,
+                   metavar="GIB",
+                   help="GiB a dense G of a --points problem may take; above it the problem "
+                        "is raced lazily (G never formed) against a block Krylov reference "
+                        "to 1e-10, and its rows say so (default: %(default)s)")
+    return g
+
+
+def _arg(args, name, default):
+    value = getattr(args, name, default)
+    return default if value is None else value
+
+
+def problems_from_args(args):
+    """The :class:`Problem` objects of ``--data``, ``--points`` and ``--matrix``.
+
+    Every file is read and checked first (a bad one raises
+    :class:`~ksvd_bench.datasets.DatasetError` naming the file and the problem before any
+    kernel is built); then the problems are built in the order data, points, matrix. Two
+    problems with the same name (file stem) are refused.
+
+    Returns
+    -------
+    list of Problem
+        Empty when no file flag was given.
+    """
+    from ksvd_bench.datasets import DatasetError
+
+    wanted = ([("data", [p]) for p in getattr(args, "data", None) or []]
+              + [("points", list(p)) for p in getattr(args, "points", None) or []]
+              + [("matrix", [p]) for p in getattr(args, "matrix", None) or []])
+    read = [(kind, paths, *read_problem_files(kind, paths)) for kind, paths in wanted]
+    names = [name for _, _, name, _ in read] + list(getattr(args, "dataset", None) or [])
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DatasetError(f"two problems are named {dup[0]!r} (problems are named by their "
+                           f"file's stem, and must differ from the --dataset names)")
+    limit = float(_arg(args, "memory_limit", DEFAULT_MEMORY_LIMIT / 2**30)) * 2**30
+    kernel = _arg(args, "kernel", DEFAULT_KERNEL)
+    seed = int(_arg(args, "seed", 0))
+    problems = []
+    for kind, paths, name, arrays in read:
+        source = " ".join(str(p) for p in paths)
+        common = {"name": name, "kernel": kernel, "gamma": getattr(args, "gamma", None),
+                  "bandwidth_factor": _arg(args, "bandwidth_factor", 1.0),
+                  "random_state": seed}
+        if kind == "points":
+            problems.append(problem_from_points(*arrays, center=False, memory_limit=limit,
+                                                source=source, **common))
+        elif kind == "matrix":
+            problems.append(_given_matrix(arrays[0], name, source, limit, seed))
+        else:
+            A = arrays[0]
+            compat = getattr(args, "compat", None)
+            if A.shape[0] != A.shape[1] and compat is None:
+                compat = DEFAULT_FEATURE_COMPAT
+            problem = problem_from_data(A, compat=compat,
+                                        center=bool(_arg(args, "center", True)), **common)
+            problem.source = source
+            problems.append(problem)
+    return problems

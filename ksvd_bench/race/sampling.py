@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ksvd_bench._scoring import warning_fields
-from ksvd_bench.race._common import counting_warnings
+from ksvd_bench.race.common import counting_warnings
 
 __all__ = ["SAMPLINGS", "PLAIN_RPCHOLESKY", "BASELINES", "FAMILIES", "sampling_study",
            "format_sampling", "write_sampling", "rpcholesky_at_scale", "make_family"]
@@ -56,15 +56,17 @@ ROW_FIELDS = ("family", "method", "effort", "error", "sin_u", "sin_v", "entries"
               "reliable")
 
 
-def make_family(family, n, *, rank=20, d=64, gamma=5.0, n_rare=6, rare_weight=0.02,
-                random_state=0):
-    """The points of a family: ``"rare"`` (``n_rare`` rare clusters) or ``"plain"`` (none)."""
+def make_family(family, n, *, rank=20, d=64, gamma=5.0, rare_weight=0.02, random_state=0):
+    """The points of a family, ``rank`` clusters: ``"rare"`` (some of them rare, by the one
+    rule :func:`~ksvd_bench.datasets.synthetic.rare_cluster_count`: 6 of 20, 2 of 5, so the
+    family stays rare at every rank; ``rank >= 2``) or ``"plain"`` (none)."""
     from ksvd_bench.datasets import make_rare_clusters
+    from ksvd_bench.datasets.synthetic import rare_cluster_count
 
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
     return make_rare_clusters(n, n, d, n_clusters=rank,
-                              n_rare=min(n_rare, rank) if family == "rare" else 0,
+                              n_rare=rare_cluster_count(rank) if family == "rare" else 0,
                               rare_weight=rare_weight, gamma=gamma, random_state=random_state)
 
 

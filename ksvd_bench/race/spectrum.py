@@ -21,15 +21,19 @@ from pathlib import Path
 import numpy as np
 
 from ksvd_bench._threads import check_threads, solver_threads
-from ksvd_bench.race._common import (
+from ksvd_bench.race.common import (
     check_positive_int,
     driver_options,
+    exact_operator,
+    measure_bound,
+    meets,
     num,
     ratio_text,
     seeds_from,
+    status_of,
     verdict,
+    warm_up,
 )
-from ksvd_bench.race.compare import _measure_bound, _warm_up, exact_operator
 from ksvd_bench.race.paper_runtime import DEFAULT_KERNEL, DEFAULT_RANK, MEASURES, PAPER_WEIGHTS
 from ksvd_bench.race.problems import (
     GRAPH_DATASETS,
@@ -115,10 +119,13 @@ def _race_at(G, reference, method, settings):
     results = [solve_to_tolerance(G, rank, method, eps, reference=reference,
                                   random_state=seed, max_effort=max_effort, **options)
                for seed in seeds]
-    # the driver's verdict: the measure, the singular values, the triplets and the solver's
+    # the whole-triplet rule of the race, applied here to every seed's answer whatever the
+    # driver stopped on: the measure, the singular values, the triplets and the solver's
     # trust; an unreliable answer never converges
-    ok = all(r.converged and verdict(r)["reliable"] for r in results)
     judged = [verdict(r) for r in results]
+    ok = all(r.converged and meets({**j, "value": r.value}, eps)
+             for r, j in zip(results, judged, strict=True))
+    reliable = all(j["reliable"] for j in judged)
     lowrank = [lowrank_error(G, reference, r.result, rank=rank) for r in results]
     return {
         f"{method}_converged": ok,
@@ -131,9 +138,12 @@ def _race_at(G, reference, method, settings):
         f"{method}_passes": statistics.median(float(r.result.info.get("n_passes", np.nan))
                                               for r in results),
         f"{method}_sv_error": float(statistics.median(j["sv_error"] for j in judged)),
+        f"{method}_triplet_residual": float(statistics.median(j["triplet_residual"]
+                                                              for j in judged)),
         f"{method}_n_warnings": sum(j["n_warnings"] for j in judged),
         f"{method}_warnings": list(dict.fromkeys(m for j in judged for m in j["warnings"])),
-        f"{method}_reliable": all(j["reliable"] for j in judged),
+        f"{method}_reliable": reliable,
+        f"{method}_status": status_of(ok, reliable),
     }
 
 
@@ -148,9 +158,10 @@ def _spectrum_row(problem, factor, settings, n_values):
     reference = reference_svd(exact_operator(problem), rank, cluster_rtol=CLUSTER_RTOL)
     ref_seconds = time.perf_counter() - t0
     s = np.asarray(reference.s, dtype=float)
-    bound = _measure_bound(measure, s, float(np.linalg.norm(G)), rank)
-    warm_up_warnings = _warm_up(G, rank, SPECTRUM_METHODS)
-    row = {"factor": factor, "gamma": problem.gamma, "kernel_seconds": problem.kernel_seconds,
+    bound = measure_bound(measure, s, float(np.linalg.norm(G)), rank)
+    warm_up_warnings = warm_up(G, rank, SPECTRUM_METHODS)
+    row = {"factor": factor, "eps": eps, "gamma": problem.gamma,
+           "kernel_seconds": problem.kernel_seconds,
            "warm_up_warnings": warm_up_warnings, "reference_seconds_not_charged": ref_seconds,
            "s1": float(s[0]),
            "s2_over_s1": s[1] / s[0] if rank > 1 else None, "s_r_over_s1": s[rank - 1] / s[0],

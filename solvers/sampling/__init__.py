@@ -1,6 +1,6 @@
 """Samplers that choose the rows and columns of a cross/Nyström approximation of ``G``.
 
-=============  ============================================================================
+============== ===========================================================================
 ``uniform``    uniformly at random, no read (``_basic.py``)
 ``norm``       by squared row/column norms (``_basic.py``; a norm pass unless the source
                knows them)
@@ -9,7 +9,7 @@
                chosen rows and columns plus a few reference ones; misses decoupled blocks
 ``rpcholesky`` not a row/column sampler: :func:`rpcholesky_svd` factors the joint PSD
                kernel of a point source and returns the SVD directly (``rpcholesky.py``)
-=============  ============================================================================
+============== ===========================================================================
 
 :func:`select_rows_cols` returns a :class:`Selection` (indices, what choosing cost, and the
 rows/columns already read); ``solvers.asym_nystrom`` then forms its core from it. Every
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numbers
 
+from .._validation import Tracked, check_choice
 from ._selection import Selection
 from .aca import select_aca
 from .arp import arp_pivots, select_arp
@@ -57,8 +58,8 @@ def select_rows_cols(src, n_rows, n_cols, *, sampling, rng, rank):
     n_rows, n_cols : int
         ``1 <= n_rows <= N``, ``1 <= n_cols <= M``.
     sampling : {"uniform", "norm", "arp", "aca"}
-        ``"rpcholesky"`` is refused here: it returns factors, not rows (use
-        :func:`rpcholesky_svd`).
+        Any case (``solvers.check_choice``). ``"rpcholesky"`` is refused here: it returns
+        factors, not rows (use :func:`rpcholesky_svd`).
     rng : numpy.random.Generator
     rank : int
         The target rank (samplers may use it to size their sketches).
@@ -67,6 +68,10 @@ def select_rows_cols(src, n_rows, n_cols, *, sampling, rng, rank):
     -------
     Selection
     """
+    sampling = check_choice("sampling", sampling, SAMPLERS + ("rpcholesky",))
+    if sampling == "rpcholesky":
+        raise ValueError('sampling="rpcholesky" chooses no rows and columns of G: it factors '
+                         "the joint PSD kernel; call rpcholesky_svd(src, rank, n_pivots, ...)")
     N, M = (int(v) for v in src.shape)
     n_rows = _check_count("n_rows", n_rows, N, "rows")
     n_cols = _check_count("n_cols", n_cols, M, "columns")
@@ -74,16 +79,10 @@ def select_rows_cols(src, n_rows, n_cols, *, sampling, rng, rank):
         return select_arp(src, n_rows, n_cols, rng=rng, rank=rank)
     if sampling == "aca":
         return select_aca(src, n_rows, n_cols, rng=rng, rank=rank)
-    if sampling in ("uniform", "norm"):
-        from .._validation import Tracked
-        from . import _basic
+    from . import _basic
 
-        # norm sampling reads the norms through the counting wrapper (one pass, or the
-        # source's own row/column norms)
-        if not isinstance(src, Tracked):
-            src = Tracked(src, False)
-        return _basic.select_basic(src, n_rows, n_cols, sampling=sampling, rng=rng)
-    if sampling == "rpcholesky":
-        raise ValueError('sampling="rpcholesky" chooses no rows and columns of G: it factors '
-                         "the joint PSD kernel; call rpcholesky_svd(src, rank, n_pivots, ...)")
-    raise ValueError(f"sampling must be one of {SAMPLERS + ('rpcholesky',)}, got {sampling!r}")
+    # uniform or norm: norm sampling reads the norms through the counting wrapper (one pass,
+    # or the source's own row/column norms)
+    if not isinstance(src, Tracked):
+        src = Tracked(src, False)
+    return _basic.select_basic(src, n_rows, n_cols, sampling=sampling, rng=rng)

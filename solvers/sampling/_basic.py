@@ -1,19 +1,26 @@
 """Uniform and squared-norm row/column sampling for the Nyström solvers.
 
 ``sampling="uniform"`` draws rows and columns uniformly without replacement and reads nothing
-while choosing. ``sampling="norm"`` draws them with probabilities proportional to the squared
-row and column norms of ``G`` (length-squared sampling, Drineas, Kannan & Mahoney 2006),
-which costs one pass over ``G`` for the norms (``N * M`` entries, counted by the
-counting wrapper, see ``solvers._validation.Tracked.norms_sq``) unless the caller already
-has them.
+while choosing. ``sampling="norm"`` draws them without replacement, with inclusion probabilities
+proportional to the squared row and column norms of ``G`` (length-squared sampling, Drineas,
+Kannan & Mahoney 2006, capped at certainty; systematic sampling on a random order, so that
+the probabilities are exact), which costs one pass over ``G`` for the norms (``N * M``
+entries, counted by the counting wrapper, see ``solvers._validation.Tracked.norms_sq``)
+unless the caller already has them.
 
-Both report the inclusion probability of every chosen index (``Selection.info``'s
-``"row_prob"`` and ``"col_prob"``), the weights an importance-sampling estimator divides by.
+Both report the exact inclusion probability of every chosen index (``Selection.info``'s
+``"row_prob"`` and ``"col_prob"``), the weights an importance-sampling (Horvitz-Thompson)
+estimator divides by.
 
 References
 ----------
 P. Drineas, R. Kannan, M. W. Mahoney, "Fast Monte Carlo algorithms for matrices II: computing
 a low-rank approximation to a matrix", SIAM J. Comput. 36(1), 2006.
+
+W. G. Madow, "On the theory of systematic sampling, II", Ann. Math. Statist. 20(3), 1949.
+
+Y. Tillé, "Sampling Algorithms", Springer, 2006 (sec. 7.2, systematic sampling with unequal
+probabilities).
 """
 
 from __future__ import annotations
@@ -28,38 +35,73 @@ __all__ = ["sample_indices", "select_basic", "inclusion_probabilities"]
 def sample_indices(n_total, n, weights, rng):
     """``n`` distinct sorted indices in ``range(n_total)``, uniform or with ``weights``.
 
-    Weighted draws are successive sampling without replacement (``Generator.choice`` with
-    ``p``). Indices of zero weight (zero rows/columns) are only drawn, uniformly, when fewer
-    than ``n`` indices have positive weight.
+    Uniform: ``Generator.choice`` without replacement. Weighted: systematic sampling with
+    probabilities proportional to size on a random order (Madow 1949; Tillé 2006, sec. 7.2),
+    whose inclusion probability is exactly :func:`inclusion_probabilities`'
+    ``pi_i = min(1, c w_i)`` (``sum(pi) = n``): the units are put in a random order, laid
+    end to end as intervals of length ``pi_i`` on ``[0, n)``, and the unit under each of the
+    points ``u, u + 1, ..., u + n - 1`` (``u`` uniform on ``[0, 1)``) is taken. An interval
+    is at most 1 long, so it holds at most one point: the ``n`` units are distinct, and unit
+    ``i`` is taken with probability ``pi_i`` exactly. (Successive draws with ``p``, as
+    ``Generator.choice(p=..., replace=False)`` makes them, have no closed-form inclusion
+    probabilities; ``min(1, n p_i)`` is far off once a few units are near certain, which
+    biased the importance weights of issue 20.) Indices of zero weight (zero rows/columns)
+    are only drawn, uniformly, when fewer than ``n`` indices have positive weight.
     """
     if weights is None:
-        idx = rng.choice(n_total, size=n, replace=False)
-    else:
-        positive = np.flatnonzero(weights > 0)
-        if positive.size >= n:
-            idx = rng.choice(n_total, size=n, replace=False, p=weights / weights.sum())
-        else:
-            zero = np.flatnonzero(weights <= 0)
-            fill = rng.choice(zero, size=n - positive.size, replace=False)
-            idx = np.concatenate([positive, fill])
+        return np.sort(rng.choice(n_total, size=n, replace=False)).astype(np.int64)
+    weights = np.asarray(weights, dtype=np.float64)
+    positive = np.flatnonzero(weights > 0)
+    if positive.size <= n:
+        zero = np.flatnonzero(weights <= 0)
+        fill = rng.choice(zero, size=n - positive.size, replace=False)
+        return np.sort(np.concatenate([positive, fill])).astype(np.int64)
+    pi = inclusion_probabilities(weights, n, n_total)
+    order = rng.permutation(n_total)
+    ends = np.cumsum(pi[order])
+    ends *= n / ends[-1]  # sum(pi) = n up to rounding: make the last end exactly n
+    points = rng.random() + np.arange(n)
+    pos = np.minimum(np.searchsorted(ends, points, side="right"), n_total - 1)
+    idx = np.unique(order[pos])
+    if idx.size < n:  # two points in one interval: only by rounding of a pi_i = 1 end
+        rest = np.setdiff1d(positive, idx)
+        more = rng.choice(rest, size=n - idx.size, replace=False,
+                          p=pi[rest] / pi[rest].sum())
+        idx = np.concatenate([idx, more])
     return np.sort(idx).astype(np.int64)
 
 
 def inclusion_probabilities(weights, n, n_total):
-    """Approximate probability that each index is among ``n`` drawn without replacement.
+    """Probability that each index is among the ``n`` that :func:`sample_indices` draws.
 
-    Uniform (``weights`` None): exactly ``n / n_total``. Weighted: ``min(1, n p_i)`` with
-    ``p = weights / sum(weights)``, the with-replacement rate capped at certainty (exact for
-    ``n = 1`` and for indices drawn with certainty; a standard approximation otherwise).
-    Indices of zero weight that had to be drawn get ``n / n_total``.
+    Exact for the designs :func:`sample_indices` uses. Uniform (``weights`` None):
+    ``n / n_total``. Weighted, more than ``n`` positive weights: ``pi_i = min(1, c w_i)``
+    with ``c`` such that ``sum(pi) = n`` (the units with ``c w_i >= 1`` are taken with
+    certainty and the rest share the remaining ``n - #certain`` in proportion to their
+    weights). At most ``n`` positive weights: those indices have ``1``, the zero-weight
+    ones the uniform fill rate ``(n - #positive) / #zero``.
     """
     if weights is None:
         return np.full(n_total, n / n_total)
-    total = float(weights.sum())
-    if total <= 0:
-        return np.full(n_total, n / n_total)
-    prob = np.minimum(1.0, n * weights / total)
-    prob[prob <= 0] = n / n_total
+    weights = np.asarray(weights, dtype=np.float64)
+    positive = weights > 0
+    n_pos = int(np.count_nonzero(positive))
+    if n_pos <= n:
+        prob = np.ones(n_total)
+        if n_pos < n_total:
+            prob[~positive] = (n - n_pos) / (n_total - n_pos)
+        return prob
+    prob = np.zeros(n_total)
+    certain = np.zeros(n_total, dtype=bool)
+    while True:  # at most n rounds: each one adds a unit to the certain ones or stops
+        free = positive & ~certain
+        left = n - int(np.count_nonzero(certain))
+        prob[free] = left * weights[free] / weights[free].sum()
+        over = free & (prob >= 1)
+        if not over.any():
+            break
+        certain |= over
+        prob[certain] = 1.0
     return prob
 
 

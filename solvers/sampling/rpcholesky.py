@@ -46,9 +46,12 @@ Math. Ann. 287:719-726, 1990 (the off-diagonal block of a PSD matrix).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy import linalg
+
+from .._validation import check_choice
 
 __all__ = ["rpcholesky_svd", "rpcholesky"]
 
@@ -60,6 +63,8 @@ _MIN_BLOCK = 8
 _TINY = 64 * np.finfo(np.float64).eps
 #: consecutive blocks with no accepted proposal before the factorisation stops
 _MAX_STALLS = 20
+#: a row-sum estimate below this fraction of the largest is not resolved (see _inverse_normaliser)
+_NORMALISER_FLOOR = 1e-12
 
 
 def _joint_kernel(src):
@@ -191,16 +196,45 @@ def _row_sums(F, n_x):
     return F[:, :n_x].T @ F[:, n_x:].sum(axis=1)
 
 
-def _normaliser(F, n_x):
-    """Row normalisers ``D~ = F_X (F_Z^T 1)`` (the row sums of the approximation), kept > 0.
+def _inverse_normaliser(F, n_x, jp):
+    """``1 / D~`` for the rows whose row sum the factors resolve, 0 for the others.
 
-    They miss ``E_XZ 1`` (E the residual), bounded by ``sqrt(E_ii) sum_j sqrt(E_jj)``;
-    values are floored at a tiny fraction of the largest, so that a row whose estimate
-    cancels to zero or below cannot blow up.
+    A row sum ``D~_i = F_X[i] (F_Z^T 1)`` at or below ``_NORMALISER_FLOOR`` times the largest
+    is not resolved: the kernel values of that x and every z the factors see are at the
+    rounding (or underflow) level of the joint kernel, whose diagonal is 1 for SNE and t.
+    Dividing by it would blow the row up to 1e12 times the others (or to inf); its row of
+    the approximation is set to 0 instead, and the caller is told how many there are
+    (``info["unresolved_rows"]``, a ``RuntimeWarning``): such an answer may miss directions
+    of G. When no row sum is resolved at all there is nothing to answer with: ValueError.
     """
     D = _row_sums(F, n_x)
-    top = float(np.max(np.abs(D), initial=0.0))
-    return np.maximum(D, max(top * 1e-12, np.finfo(np.float64).tiny))
+    top = float(np.max(D, initial=0.0))
+    if not (np.isfinite(top) and top > 0):
+        inv_g2 = float(getattr(jp, "inv_g2", 0.0) or 0.0)
+        gamma = f"gamma = {1 / np.sqrt(inv_g2):.3g}" if inv_g2 > 0 else "the bandwidth"
+        raise ValueError(
+            'sampling="rpcholesky" cannot estimate the row normalisers D = K_XZ 1 of this '
+            f"row-normalised kernel: with {F.shape[0]} pivot(s), every row sum of the "
+            "factored cross block K_XZ is 0 in float64, i.e. the kernel between the points of "
+            f"X and Z underflows ({gamma} is small against the distances between X and Z). "
+            "Use a larger gamma, more pivots (n_samples), or another sampling ('uniform', "
+            "'norm', 'arp', 'aca'), which read G's own normalised rows"
+        )
+    resolved = D > top * _NORMALISER_FLOOR
+    wx = np.zeros(n_x)
+    wx[resolved] = 1.0 / D[resolved]
+    unresolved = int(n_x - np.count_nonzero(resolved))
+    if unresolved:
+        warnings.warn(
+            f'sampling="rpcholesky": the row sums of {unresolved} of {n_x} rows of K_XZ are '
+            "not resolved by the factors (below 1e-12 of the largest; the kernel underflows "
+            "between those points of X and every pivot): their rows of the answer are 0, "
+            "and directions of G that live on them are missed. Use more pivots "
+            "(n_samples), a larger gamma, or another sampling",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    return wx, unresolved
 
 
 def _cholesky_qr(A):
@@ -294,13 +328,16 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
         (``entries_read / (N M)``: no product with G is made), ``n_pivots`` (pivots
         used), ``pivots_x``/``pivots_z`` (pivot indices into X and into Z),
         ``trace_bound`` (a bound on ``||G~ - A B^T||_*``: see Notes), ``trace_residual``
-        (``tr(E)``, E the joint residual), ``normalise``, ``center``.
+        (``tr(E)``, E the joint residual), ``normalise``, ``center``, ``unresolved_rows``
+        (rows whose normaliser the factors do not resolve: 0 in the answer, see Notes; a
+        ``RuntimeWarning`` says so, and ``asym_nystrom`` marks such an answer unreliable).
 
     Raises
     ------
     ValueError
-        The source has no ``joint_psd()`` (message names ``sampling="rpcholesky"``), or
-        ``rank``/``n_pivots`` out of range.
+        The source has no ``joint_psd()`` (message names ``sampling="rpcholesky"``),
+        ``rank``/``n_pivots`` out of range, or normalised rows of which not one row sum is
+        resolved (the kernel underflows between X and Z: the message names gamma).
 
     Notes
     -----
@@ -326,7 +363,13 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
        RPCholesky on the PSD kernel whose block G is.
     2. the normalisers. The rows of ``F_X F_Z^T`` sum to ``D~`` exactly, so dividing by
        ``D~`` (not by any other estimate of D) keeps the rows of the approximation summing
-       to one as G's do.
+       to one as G's do. A row sum at or below ``1e-12`` of the largest is not resolved
+       (the kernel between that x and every pivot is at rounding or underflow level, as for
+       a small gamma): that row of the answer is 0 rather than 1e12 times too large, and
+       ``info["unresolved_rows"]`` counts it. With no row sum resolved at all (every
+       ``exp(-|x - z|^2 / gamma^2)`` underflows, e.g. gamma = 1e-2 on unit-scale points)
+       there is no answer to give: ValueError. The scaled pivots start after at least one
+       plain pivot (``n_pivots = 1`` used to draw them from an empty factor, dividing by 0).
 
     *Centring* ``H G H`` is applied to the factors: ``A = H D~^-1 F_X``, ``B = H F_Z``
     (subtracting column means), exact algebra on ``A B^T``.
@@ -343,32 +386,36 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
     if n_pivots < rank:
         raise ValueError(f"n_pivots must be >= rank={rank}, got {n_pivots}")
     normalise, center = bool(jp.normalise), bool(jp.center)
-    if pivots not in ("scaled", "plain"):
-        raise ValueError(f"pivots must be 'scaled' or 'plain', got {pivots!r}")
+    pivots = check_choice("pivots", pivots, ("scaled", "plain"))
     weights = None
     d0 = np.array(jp.diag(), dtype=np.float64)
     if normalise and pivots == "scaled":
 
         def weights(F, t):
-            D = _normaliser(F, n_x)
-            w = np.empty(n)
-            w[:n_x] = 1.0 / D**2
-            w[n_x:] = 1.0
+            D = _row_sums(F, n_x)
+            top = float(np.max(D, initial=0.0))
+            if not top > 0:
+                return None  # no row sum resolved yet: plain pivots
+            # (top / D)^2 rather than 1 / D^2: no overflow when every row sum is tiny
+            w = np.ones(n)
+            w[:n_x] = (top / np.maximum(D, top * _NORMALISER_FLOOR)) ** 2
             # balance the traces of the two diagonal blocks of S K S
             tx = float(np.dot(w[:n_x], d0[:n_x]))
             tz = float(d0[n_x:].sum())
-            w[:n_x] *= tz / tx if tx > 0 else 1.0
+            if tx > 0 and tz > 0:
+                w[:n_x] *= tz / tx
             return w
 
+    # the scaled pivots need a normaliser estimate, i.e. at least one plain pivot first
     F, piv, resid, entries = rpcholesky(jp, int(n_pivots), rng=rng, weights=weights,
-                                        weights_from=int(n_pivots) // 2, diag=d0)
+                                        weights_from=max(1, int(n_pivots) // 2), diag=d0)
     k = F.shape[0]
     A = F[:, :n_x].T.copy()
     B = F[:, n_x:].T.copy()
     wx = np.ones(n_x)
+    unresolved = 0
     if normalise:
-        D = _normaliser(F, n_x)
-        wx = 1.0 / D
+        wx, unresolved = _inverse_normaliser(F, n_x, jp)
         A *= wx[:, None]
     if center:
         A -= A.mean(axis=0)
@@ -386,6 +433,7 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
         "trace_residual": float(resid.sum()),
         "normalise": normalise,
         "center": center,
+        "unresolved_rows": int(unresolved),
     }
     dtype = np.dtype(dtype)
     return U.astype(dtype), s.astype(dtype), V.astype(dtype), info

@@ -5,20 +5,28 @@
 ``dask`` (row-block tasks on a cluster, each running the cpu passes). The hooks a device
 backend implements are described in :mod:`.base`. The source picks a backend; no backend
 imports the source.
+
+For benchmarks and tools: :func:`cuda_simulated` (is the CUDA backend on Numba's simulator?)
+and :func:`cuda_kernel_resources` (every CUDA kernel compiled for a GPU architecture without
+a GPU: registers, spills, shared memory); :class:`CudaUnavailableError` is the error of a
+missing GPU or a broken CUDA target.
 """
 
 from __future__ import annotations
 
-__all__ = ["DEVICES", "check_device", "backend_class"]
+from ._cuda_import import CudaUnavailableError  # numpy only: imports no CUDA target
+
+__all__ = ["DEVICES", "check_device", "backend_class", "cuda_simulated",
+           "cuda_kernel_resources", "CudaUnavailableError"]
 
 DEVICES = ("cpu", "cuda")
 
 
 def check_device(device):
-    """``device`` if it names a backend ("cpu" or "cuda"), else a clear error."""
-    if not isinstance(device, str) or device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
-    return device
+    """The backend ``device`` names ("cpu" or "cuda", any case), else a clear error."""
+    from solvers import check_choice
+
+    return check_choice("device", device, DEVICES)
 
 
 def backend_class(device):
@@ -35,3 +43,25 @@ def backend_class(device):
         raise ImportError("device='cuda' needs the module ksvd_bench.kernels.backends.cuda, "
                           "which this installation lacks") from None
     return CudaBackend
+
+
+def cuda_simulated():
+    """True when ``device="cuda"`` runs on Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``,
+    read when Numba is first imported): its timings mean nothing."""
+    from ._cuda_import import simulated
+
+    return simulated()
+
+
+def cuda_kernel_resources(arch="sm_90"):
+    """Every kernel variant of the CUDA backend compiled for ``arch``, without a GPU.
+
+    One dict per variant: ``name``, ``dtype``, ``cy`` (operand width, in units of the block's
+    thread columns), ``ptx``, and from ``ptxas -v`` (or nvJitLink) ``registers``,
+    ``spill_stores``, ``spill_loads`` (bytes), ``stack_bytes``, ``shared_bytes`` and
+    ``assembler``. Needs CUDA's NVVM and NVRTC libraries and ``ptxas`` or nvJitLink, not a
+    GPU; raises :class:`CudaUnavailableError` naming what is missing.
+    """
+    from ._cuda_ptx import kernel_resources
+
+    return kernel_resources(arch)

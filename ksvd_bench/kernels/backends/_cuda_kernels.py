@@ -1,26 +1,36 @@
 """Device code of the CUDA backend (:mod:`.cuda`): the tile kernels, in Numba CUDA.
 
-Each thread block of ``NT = 128`` threads (a 16 x 8 grid) computes one tile of ``G`` at a
-time: it stages its rows of ``X`` and columns of ``Z`` in shared memory, ``d`` in chunks of
-``DC``, each thread accumulates the cross products of ``TR/16`` rows by ``TC/8`` columns in
-registers (register blocking: each value loaded from shared memory feeds several
-multiply-adds), turns them into kernel values and writes the tile to shared memory; then
-the same threads multiply the tile into their outputs, each owning several rows and
-several columns of the result, again in registers.
+Each thread block of ``NT`` threads (a ``TY x TX`` grid, 16 x 8 on a GPU) computes one tile
+of ``G`` at a time: it stages its rows of ``X`` and columns of ``Z`` in shared memory, ``d``
+in chunks of ``DC``, each thread accumulates the cross products of ``TR/TY`` rows by
+``TC/TX`` columns in registers (register blocking: each value loaded from shared memory
+feeds several multiply-adds), turns them into kernel values and writes the tile to shared
+memory (:func:`_device_functions`, ``tile_values``); then the same threads multiply the tile
+into their outputs, each owning several rows and several columns of the result, again in
+registers. The kernels are that tile step inside the loop each pass needs:
 
-* ``G @ Omega`` alone (``row_pass``): one block per tile of ``TR`` rows owns those rows of
-  the result and walks the column tiles in order.
-* ``G.T @ Psi``, or both at once (``col_pass``): one block per tile of ``TC`` columns owns
-  those rows of ``G.T @ Psi`` and walks the row tiles of a band in order; ``G @ Omega`` is
-  written as one partial per column tile and row, summed over the tiles in order by
-  ``sum_parts`` before the next band, so that buffer stays within a byte budget.
-* Set-up (``row_stats``, ``center_stats``) and blocks (``fill``) use the same tiles.
+* ``G @ Omega`` alone (:func:`_row_pass`): one block per tile of ``TR`` rows owns those rows
+  of the result and walks the column tiles in order.
+* ``G.T @ Psi``, or both at once (:func:`_col_pass`): one block per tile of ``TC`` columns
+  owns those rows of ``G.T @ Psi`` and walks the row tiles of a band in order; ``G @ Omega``
+  is written as one partial per column tile and row, summed over the tiles in order by
+  ``sum_parts`` (:func:`_sum_parts`) before the next band, so that buffer stays within a
+  byte budget.
+* Set-up (:func:`_row_stats`, :func:`_center_stats`) and blocks (:func:`_fill`) use the same
+  tiles.
 
-The kernels are built per storage dtype and operand width (:func:`_build`: shared and
-local arrays need constant shapes) and keep to the plain ``cuda.jit`` subset that Numba's
-CUDA simulator runs (shared memory, local arrays, ``syncthreads``; no warp shuffles, no
-atomics); ``benchmarks/scripts/bench_gpu.py --ptx`` compiles them for sm_90 without a GPU
-(no register spills). :data:`CONFIGS` holds the tile shapes, the knobs to tune on a GPU.
+The kernels are built per storage dtype, operand width and :class:`Layout` (:func:`kernels`:
+shared and local arrays need constant shapes) and keep to the plain ``cuda.jit`` subset that
+both Numba CUDA targets and the CUDA simulator run (shared memory, local arrays,
+``syncthreads``; no warp shuffles, no atomics; types from ``cuda.types``, see
+:mod:`._cuda_import`). :func:`variants` lists every compiled variant, for compiling them
+ahead of time without a GPU (``ksvd_bench.kernels.backends.cuda_kernel_resources``).
+
+Layouts. :data:`GPU_LAYOUT` holds the tile shapes tuned for a GPU. Numba's simulator runs
+each CUDA thread as a Python thread, so there (:data:`SIM_LAYOUT`) the same code runs with
+16-thread blocks and small tiles: a tiny test matrix is then cut into several tiles instead
+of being padded to one large one, which keeps the simulator tests fast and still exercises
+ragged tiles, feature chunks and operand chunks.
 
 Determinism. Tile shapes are constants, every output has one owner that adds its terms in
 a fixed order, and no sum uses atomics: two runs give the same bits.
@@ -34,58 +44,108 @@ sums are float64. Kernel values below float32's range are flushed to zero in flo
 
 from __future__ import annotations
 
+import collections
 import math
+import types
 
-import numba
 import numpy as np
 
-from ._cuda_import import load_cuda
+from ._cuda_import import import_cuda, simulated
 from .base import LINEAR, POLY, SNE, T
 
-__all__ = ["TY", "TX", "NT", "CONFIGS", "SUM_THREADS", "kernels", "kernel_signatures"]
+__all__ = ["Layout", "GPU_LAYOUT", "SIM_LAYOUT", "LAYOUT", "TY", "TX", "NT", "CONFIGS",
+           "SUM_THREADS", "CY_KERNELS", "kernels", "kernel_signatures", "variants", "cuda"]
 
-cuda = load_cuda()  # ImportError / CudaUnavailableError, each saying what is missing
+cuda = import_cuda()  # ImportError / CudaUnavailableError, each saying what is missing
 
-#: threads of a block: TY x TX = 128 (rows of a tile are spread over TY, columns over TX)
-TY, TX = 16, 8
-NT = TY * TX
-TXB = 3  # log2(TX)
-#: tile configurations ``(TR, TC, DC, CY_MAX)`` per storage dtype: a tile of TR rows by TC
-#: columns of G, d staged DC at a time, at most 8 * CY_MAX operand columns per block. "row":
-#: passes owning rows (``G @ Omega``, set-up row statistics, blocks); "col": passes owning
-#: columns. Static shared memory stays below 48 KiB in every kernel (float32 row pass:
-#: 16.6 + 8.3 + 8.4 + 8.2 KiB).
-CONFIGS = {
+#: A block's thread grid and tiles. ``ty x tx`` threads per block (powers of two; rows of a
+#: tile are spread over ``ty``, columns over ``tx``); ``sum_threads``: threads per block of
+#: the elementwise partial-sum kernel; ``configs``: ``(TR, TC, DC, CY_MAX)`` per storage
+#: dtype, a tile of TR rows by TC columns of G, d staged DC at a time, at most
+#: ``tx * CY_MAX`` operand columns per block. "row": passes owning rows (``G @ Omega``,
+#: set-up row statistics, blocks); "col": passes owning columns.
+Layout = collections.namedtuple("Layout", ["name", "ty", "tx", "sum_threads", "configs"])
+
+#: The GPU's layout. Static shared memory stays below 48 KiB in every kernel (float32 row
+#: pass: 16.6 + 8.3 + 8.4 + 8.2 KiB).
+GPU_LAYOUT = Layout("gpu", 16, 8, 256, {
     (np.dtype(np.float32), "row"): (64, 32, 64, 8),
     (np.dtype(np.float32), "col"): (32, 64, 32, 8),
     (np.dtype(np.float64), "row"): (64, 32, 16, 4),
     (np.dtype(np.float64), "col"): (32, 32, 16, 4),
-}
-#: threads per block of the elementwise partial-sum kernel
-SUM_THREADS = 256
+})
+#: The simulator's layout (see the module docstring): the same constraints, small tiles.
+SIM_LAYOUT = Layout("simulator", 4, 4, 32, {
+    (np.dtype(np.float32), "row"): (8, 8, 4, 2),
+    (np.dtype(np.float32), "col"): (4, 8, 4, 2),
+    (np.dtype(np.float64), "row"): (8, 8, 4, 2),
+    (np.dtype(np.float64), "col"): (4, 8, 4, 2),
+})
+#: the layout of this process: the simulator's under ``NUMBA_ENABLE_CUDASIM=1``
+LAYOUT = SIM_LAYOUT if simulated() else GPU_LAYOUT
+TY, TX = LAYOUT.ty, LAYOUT.tx
+NT = TY * TX
+CONFIGS = LAYOUT.configs
+SUM_THREADS = LAYOUT.sum_threads
+#: the kernels whose code depends on the operand width ``cy`` (the others are built once)
+CY_KERNELS = ("row_pass", "col_pass")
 #: largest finite float64, the start of a running minimum
 _BIG = 1.7976931348623157e308
 
 
-# ----------------------------------------------------------------------- device code
-def _build(dtype, cy):
-    """The kernels for storage ``dtype`` whose passes handle ``8 * cy`` operand columns.
+def _check_layout(layout):
+    """Raise if ``layout`` breaks an assumption of the kernels (each named below)."""
+    ty, tx = layout.ty, layout.tx
+    nt = ty * tx
+    if ty & (ty - 1) or tx & (tx - 1):
+        raise ValueError(f"layout {layout.name}: ty and tx must be powers of two (masks)")
+    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+        tr, tc, _, _ = layout.configs[(dtype, "row")]
+        cr, cc, _, _ = layout.configs[(dtype, "col")]
+        if tr % ty or tc % tx or cr % ty or cc % tx or cc % ty:
+            raise ValueError(f"layout {layout.name}: tiles must split evenly over threads")
+        if tr > nt:  # row_stats: thread r < TR owns row r
+            raise ValueError(f"layout {layout.name}: TR must not exceed the block's threads")
+        if cc + cr > nt:  # center_stats: threads own the columns, then the rows, of a tile
+            raise ValueError(f"layout {layout.name}: TC + TR of 'col' exceeds the threads")
+    return layout
 
-    Built on first use (shared and local arrays need their shapes and dtype as constants).
-    """
-    f32 = dtype == np.float32
-    FT = numba.float32 if f32 else numba.float64  # storage / fast compute type
-    F8 = numba.float64
-    TR, TC, DC, _ = CONFIGS[(dtype, "row")]
-    CR, CC, CD, _ = CONFIGS[(dtype, "col")]
-    KC = TX * cy
-    RR, RC = TR // TY, TC // TX  # a thread's rows and columns of a row-config tile
-    CRR, CRC = CR // TY, CC // TX  # ... of a col-config tile
-    WR = CC // TY  # columns of G whose G.T @ Psi rows a thread owns (col pass)
-    # shapes of shared and local arrays must be compile-time constants: precomputed here
-    DC1, TC1, CD1, CC1 = DC + 1, TC + 1, CD + 1, CC + 1  # +1: padding against bank conflicts
-    NRC, NRY, NCC, NCY, NWY = RR * RC, RR * cy, CRR * CRC, CRR * cy, WR * cy
+
+# ----------------------------------------------------------------------- build constants
+#: the compile-time constants of one build (shapes of shared and local arrays must be
+#: constants): storage type ``FT``, thread grid, both tile configurations, operand width
+Shape = collections.namedtuple("Shape", [
+    "FT", "F8", "TY", "TX", "NT", "TXB", "cy", "KC",
+    "TR", "TC", "DC", "RR", "RC",  # "row" tiles and a thread's rows and columns of one
+    "CR", "CC", "CD", "CRR", "CRC", "WR",  # "col" tiles; WR: G.T @ Psi rows per thread
+])
+
+
+def _shape(dtype, cy, layout):
+    ty, tx = layout.ty, layout.tx
+    TR, TC, DC, _ = layout.configs[(dtype, "row")]
+    CR, CC, CD, _ = layout.configs[(dtype, "col")]
+    ft = cuda.types.float32 if dtype == np.float32 else cuda.types.float64
+    return Shape(FT=ft, F8=cuda.types.float64, TY=ty, TX=tx, NT=ty * tx,
+                 TXB=tx.bit_length() - 1, cy=cy, KC=tx * cy, TR=TR, TC=TC, DC=DC,
+                 RR=TR // ty, RC=TC // tx, CR=CR, CC=CC, CD=CD, CRR=CR // ty, CRC=CC // tx,
+                 WR=CC // ty)
+
+
+# ----------------------------------------------------------------------- device functions
+def _device_functions(s):
+    """The pieces every kernel shares, for the constants ``s`` (:class:`Shape`)."""
+    FT, F8, TY, TX, NT, TXB, cy = s.FT, s.F8, s.TY, s.TX, s.NT, s.TXB, s.cy
     dev = cuda.jit(device=True, inline="always")
+
+    @dev
+    def thread():
+        """``(tid, ty, tx)``: the thread's index and its row and column in the block's grid.
+
+        Masks, not division: provably non-negative, so no index wraparound checks.
+        """
+        tid = cuda.threadIdx.x
+        return tid, (tid >> TXB) & (TY - 1), tid & (TX - 1)
 
     @dev
     def load_points(dst, P, idx, i0, n, c0, d, tid):
@@ -232,6 +292,19 @@ def _build(dtype, cy):
                 sK[ty + TY * r, tx + TX * c] = v
 
     @dev
+    def tile_values(X, Z, zz, xidx, zidx, i0, n, j0, m, d, kind, g, coef0, degree, sh, sc,
+                    xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, load_x, load_z, rr, rc):
+        """The tile step of every pass: ``sK = G[i0:, j0:]`` from the staged points.
+
+        :func:`cross` then :func:`values_tile`; the rows' constants ``sh``, ``sc``, ``xi``
+        come from :func:`row_consts`. The caller syncs before reading ``sK``.
+        """
+        cross(X, Z, xidx, zidx, i0, n, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid, load_x,
+              load_z, rr, rc)
+        values_tile(acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, sK, ty,
+                    tx, rr, rc)
+
+    @dev
     def load_operand(dst, V, r0, nr, c0, nc):
         """``dst[t, c] = V[r0 + t, c0 + c]`` (zero outside ``r0 + t < nr``, ``c0 + c < nc``)."""
         rows = dst.shape[0]
@@ -244,6 +317,44 @@ def _build(dtype, cy):
             if r0 + t < nr and c0 + c < nc:
                 v = V[r0 + t, c0 + c]
             dst[t, c] = v
+
+    @dev
+    def zero(a, n):
+        for q in range(n):
+            a[q] = 0.0
+
+    @dev
+    def accumulate(tot, part, n):
+        """``tot += part`` (float64 accumulators of a tile's compute-type partials)."""
+        for q in range(n):
+            tot[q] += F8(part[q])
+
+    @dev
+    def store(out, vals, i0, n, off, kc0, k, ty, tx, rr, add):
+        """``out[i - off, col] (+)= vals[r, c]`` for the thread's rows ``i = i0 + ty + TY r``
+        below ``n`` and columns ``col = kc0 + tx + TX c`` below ``k``."""
+        for r in range(rr):
+            i = i0 + ty + TY * r
+            for c in range(cy):
+                col = kc0 + tx + TX * c
+                if i < n and col < k:
+                    v = vals[r * cy + c]
+                    out[i - off, col] = out[i - off, col] + v if add else v
+
+    return types.SimpleNamespace(
+        thread=thread, cross=cross, distance=distance, row_consts=row_consts,
+        tile_values=tile_values, load_operand=load_operand, mac=mac, zero=zero,
+        accumulate=accumulate, store=store)
+
+
+# ----------------------------------------------------------------------- kernels
+def _row_pass(s, f):
+    FT, F8, TR, TC, KC, RR, RC, cy = s.FT, s.F8, s.TR, s.TC, s.KC, s.RR, s.RC, s.cy
+    DC1, TC1 = s.DC + 1, TC + 1  # +1: padding against bank conflicts
+    NRC, NRY = RR * RC, RR * cy
+    thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
+    load_operand, mac, zero, accumulate, store = (f.load_operand, f.mac, f.zero,
+                                                  f.accumulate, f.store)
 
     @cuda.jit
     def row_pass(X, Z, xx, zz, noidx, a, b, d, kind, g, coef0, degree, shift, scale, Om, Y):
@@ -265,33 +376,34 @@ def _build(dtype, cy):
         sh = cuda.local.array(RR, F8)
         sc = cuda.local.array(RR, F8)
         xi = cuda.local.array(RR, FT)
-        tid = cuda.threadIdx.x
-        ty = (tid >> TXB) & (TY - 1)  # masks: provably non-negative, no index wraparound
-        tx = tid & (TX - 1)
+        tid, ty, tx = thread()
         i0 = a + cuda.blockIdx.x * TR
         kc0 = cuda.blockIdx.y * KC
         m = Z.shape[0]
         k = Om.shape[1]
         row_consts(shift, scale, xx, noidx, i0, b, ty, sh, sc, xi, RR)
-        for q in range(RR * cy):
-            tot[q] = 0.0
+        zero(tot, NRY)
         for j0 in range(0, m, TC):
             load_operand(sO, Om, j0, m, kc0, k)
-            cross(X, Z, noidx, noidx, i0, b, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid,
-                  j0 == 0, True, RR, RC)
-            values_tile(acc, xi, zz, noidx, j0, m, i0, b, kind, g, coef0, degree, sh, sc, sK,
-                        ty, tx, RR, RC)
+            tile_values(X, Z, zz, noidx, noidx, i0, b, j0, m, d, kind, g, coef0, degree, sh,
+                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, j0 == 0, True, RR, RC)
             cuda.syncthreads()
             mac(sK, sO, TC, part, ra, ob, ty, tx, RR, False)
-            for q in range(RR * cy):
-                tot[q] += F8(part[q])
+            accumulate(tot, part, NRY)
             cuda.syncthreads()
-        for r in range(RR):
-            i = i0 + ty + TY * r
-            for c in range(cy):
-                col = kc0 + tx + TX * c
-                if i < b and col < k:
-                    Y[i - a, col] = tot[r * cy + c]
+        store(Y, tot, i0, b, a, kc0, k, ty, tx, RR, False)
+
+    return row_pass
+
+
+def _col_pass(s, f):
+    FT, F8, CR, CC, KC, CRR, CRC, WR, cy = (s.FT, s.F8, s.CR, s.CC, s.KC, s.CRR, s.CRC,
+                                            s.WR, s.cy)
+    CD1, CC1 = s.CD + 1, CC + 1  # +1: padding against bank conflicts
+    NCC, NCY, NWY = CRR * CRC, CRR * cy, WR * cy
+    thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
+    load_operand, mac, zero, accumulate, store = (f.load_operand, f.mac, f.zero,
+                                                  f.accumulate, f.store)
 
     @cuda.jit
     def col_pass(X, Z, xx, zz, noidx, r0, r1, d, kind, g, coef0, degree, shift, scale, Psi,
@@ -319,9 +431,7 @@ def _build(dtype, cy):
         sh = cuda.local.array(CRR, F8)
         sc = cuda.local.array(CRR, F8)
         xi = cuda.local.array(CRR, FT)
-        tid = cuda.threadIdx.x
-        ty = (tid >> TXB) & (TY - 1)  # masks: provably non-negative, no index wraparound
-        tx = tid & (TX - 1)
+        tid, ty, tx = thread()
         tile = cuda.blockIdx.x
         j0 = tile * CC
         kc0 = cuda.blockIdx.y * KC
@@ -332,36 +442,29 @@ def _build(dtype, cy):
         has_y = want_y and kc0 < k
         if has_y:
             load_operand(sO, Om, j0, m, kc0, k)
-        for q in range(WR * cy):
-            tot[q] = 0.0
+        zero(tot, NWY)
         for i0 in range(r0, r1, CR):
             load_operand(sP, Psi, i0 - r0, r1 - r0, kc0, l)
             row_consts(shift, scale, xx, noidx, i0, r1, ty, sh, sc, xi, CRR)
-            cross(X, Z, noidx, noidx, i0, r1, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid,
-                  True, i0 == r0, CRR, CRC)
-            values_tile(acc, xi, zz, noidx, j0, m, i0, r1, kind, g, coef0, degree, sh, sc, sK,
-                        ty, tx, CRR, CRC)
+            tile_values(X, Z, zz, noidx, noidx, i0, r1, j0, m, d, kind, g, coef0, degree, sh,
+                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, i0 == r0, CRR,
+                        CRC)
             cuda.syncthreads()
             if has_w:
                 mac(sK, sP, CR, part, wa, ob, ty, tx, WR, True)
-                for q in range(WR * cy):
-                    tot[q] += F8(part[q])
+                accumulate(tot, part, NWY)
             if has_y:
                 mac(sK, sO, CC, ypart, ra, ob, ty, tx, CRR, False)
-                for r in range(CRR):
-                    i = i0 + ty + TY * r
-                    for c in range(cy):
-                        col = kc0 + tx + TX * c
-                        if i < r1 and col < k:
-                            Ypart[tile, i - r0, col] = ypart[r * cy + c]
+                store(Ypart[tile], ypart, i0, r1, r0, kc0, k, ty, tx, CRR, False)
             cuda.syncthreads()
         if has_w:
-            for r in range(WR):
-                j = j0 + ty + TY * r
-                for c in range(cy):
-                    col = kc0 + tx + TX * c
-                    if j < m and col < l:
-                        W[j, col] = tot[r * cy + c] if first else W[j, col] + tot[r * cy + c]
+            store(W, tot, j0, m, 0, kc0, l, ty, tx, WR, not first)
+
+    return col_pass
+
+
+def _sum_parts(s, f):
+    F8 = s.F8
 
     @cuda.jit
     def sum_parts(parts, n, out, off):
@@ -371,10 +474,19 @@ def _build(dtype, cy):
         if e < n * k:
             i = e // k
             c = e - i * k
-            s = 0.0
+            acc = 0.0
             for t in range(parts.shape[0]):
-                s += F8(parts[t, i, c])
-            out[off + i, c] = s
+                acc += F8(parts[t, i, c])
+            out[off + i, c] = acc
+
+    return sum_parts
+
+
+def _row_stats(s, f):
+    FT, F8, TY, TX, TR, TC, RR, RC = s.FT, s.F8, s.TY, s.TX, s.TR, s.TC, s.RR, s.RC
+    DC1, TC1 = s.DC + 1, TC + 1
+    NRC = RR * RC
+    thread, cross, distance = f.thread, f.cross, f.distance
 
     @cuda.jit
     def row_stats(X, Z, xx, zz, noidx, a, b, d, kind, g, shift, rsum, rsq):
@@ -392,14 +504,12 @@ def _build(dtype, cy):
         ra = cuda.local.array(RR, FT)
         rb = cuda.local.array(RC, FT)
         xi = cuda.local.array(RR, FT)
-        tid = cuda.threadIdx.x
-        ty = (tid >> TXB) & (TY - 1)  # masks: provably non-negative, no index wraparound
-        tx = tid & (TX - 1)
+        tid, ty, tx = thread()
         i0 = a + cuda.blockIdx.x * TR
         m = Z.shape[0]
         own = tid < TR and i0 + tid < b
         mn = 0.0
-        s = 0.0
+        s1 = 0.0
         s2 = 0.0
         for r in range(RR):
             i = i0 + ty + TY * r
@@ -423,9 +533,9 @@ def _build(dtype, cy):
                     if j0 == 0:
                         mn = lo
                     elif lo < mn:
-                        f = math.exp((lo - mn) * g)
-                        s *= f
-                        s2 *= f * f
+                        w = math.exp((lo - mn) * g)
+                        s1 *= w
+                        s2 *= w * w
                         mn = lo
                 sM[tid] = mn
             cuda.syncthreads()
@@ -447,13 +557,22 @@ def _build(dtype, cy):
             if own:
                 for c in range(TC):
                     v = sV[tid, c]
-                    s += v
+                    s1 += v
                     s2 += v * v
             cuda.syncthreads()
         if own:
             shift[i0 + tid - a] = mn
-            rsum[i0 + tid - a] = s
+            rsum[i0 + tid - a] = s1
             rsq[i0 + tid - a] = s2
+
+    return row_stats
+
+
+def _center_stats(s, f):
+    FT, F8, CR, CC, CRR, CRC = s.FT, s.F8, s.CR, s.CC, s.CRR, s.CRC
+    CD1, CC1 = s.CD + 1, CC + 1
+    NCC = CRR * CRC
+    thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
 
     @cuda.jit
     def center_stats(X, Z, xx, zz, noidx, r0, r1, d, kind, g, coef0, degree, shift, scale,
@@ -473,26 +592,23 @@ def _build(dtype, cy):
         sh = cuda.local.array(CRR, F8)
         sc = cuda.local.array(CRR, F8)
         xi = cuda.local.array(CRR, FT)
-        tid = cuda.threadIdx.x
-        ty = (tid >> TXB) & (TY - 1)  # masks: provably non-negative, no index wraparound
-        tx = tid & (TX - 1)
+        tid, ty, tx = thread()
         tile = cuda.blockIdx.x
         j0 = tile * CC
         m = Z.shape[0]
         j = j0 + tid
-        s = 0.0
+        s1 = 0.0
         s2 = 0.0
         for i0 in range(r0, r1, CR):
             row_consts(shift, scale, xx, noidx, i0, r1, ty, sh, sc, xi, CRR)
-            cross(X, Z, noidx, noidx, i0, r1, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid,
-                  True, i0 == r0, CRR, CRC)
-            values_tile(acc, xi, zz, noidx, j0, m, i0, r1, kind, g, coef0, degree, sh, sc, sK,
-                        ty, tx, CRR, CRC)
+            tile_values(X, Z, zz, noidx, noidx, i0, r1, j0, m, d, kind, g, coef0, degree, sh,
+                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, i0 == r0, CRR,
+                        CRC)
             cuda.syncthreads()
             if tid < CC:
                 for t in range(CR):
                     v = F8(sK[t, tid])
-                    s += v
+                    s1 += v
                     s2 += v * v
             elif tid < CC + CR:
                 r = tid - CC
@@ -503,8 +619,17 @@ def _build(dtype, cy):
                     rowpart[tile, i0 + r - r0, 0] = rs
             cuda.syncthreads()
         if tid < CC and j < m:
-            colsum[j] += s
+            colsum[j] += s1
             colsq[j] += s2
+
+    return center_stats
+
+
+def _fill(s, f):
+    FT, F8, TY, TX, TR, TC, RR, RC = s.FT, s.F8, s.TY, s.TX, s.TR, s.TC, s.RR, s.RC
+    DC1, TC1 = s.DC + 1, TC + 1
+    NRC = RR * RC
+    thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
 
     @cuda.jit
     def fill(X, Z, xx, zz, ridx, cidx, n, m, d, kind, g, coef0, degree, shift, scale, rmean,
@@ -522,17 +647,13 @@ def _build(dtype, cy):
         sh = cuda.local.array(RR, F8)
         sc = cuda.local.array(RR, F8)
         xi = cuda.local.array(RR, FT)
-        tid = cuda.threadIdx.x
-        ty = (tid >> TXB) & (TY - 1)  # masks: provably non-negative, no index wraparound
-        tx = tid & (TX - 1)
+        tid, ty, tx = thread()
         n_ct = (m + TC - 1) // TC  # a 1-d grid over (row tile, column tile): no y limit
         i0 = (cuda.blockIdx.x // n_ct) * TR
         j0 = (cuda.blockIdx.x % n_ct) * TC
         row_consts(shift, scale, xx, ridx, i0, n, ty, sh, sc, xi, RR)
-        cross(X, Z, ridx, cidx, i0, n, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid, True, True,
-              RR, RC)
-        values_tile(acc, xi, zz, cidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, sK, ty,
-                    tx, RR, RC)
+        tile_values(X, Z, zz, ridx, cidx, i0, n, j0, m, d, kind, g, coef0, degree, sh, sc, xi,
+                    sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, True, RR, RC)
         for r in range(RR):
             i = i0 + ty + TY * r
             if i < n:
@@ -547,22 +668,40 @@ def _build(dtype, cy):
                             v = v - ri - cmean[jj]
                         out[i, j] = FT(v)
 
-    return {"row_pass": row_pass, "col_pass": col_pass, "sum_parts": sum_parts,
-            "row_stats": row_stats, "center_stats": center_stats, "fill": fill}
+    return fill
 
 
+#: ``{name: builder}``: each builder makes its kernel from the constants and the device
+#: functions of one build
+_BUILDERS = {"row_pass": _row_pass, "col_pass": _col_pass, "sum_parts": _sum_parts,
+             "row_stats": _row_stats, "center_stats": _center_stats, "fill": _fill}
 _KERNELS = {}
+
+
+def kernels(dtype, cy=1, layout=None):
+    """``{name: kernel}`` for storage ``dtype`` whose passes handle ``tx * cy`` operand
+    columns, in ``layout`` (default: this process's :data:`LAYOUT`).
+
+    Built on first use, once per ``(dtype, cy, layout)``: shared and local arrays need
+    their shapes and dtype as constants.
+    """
+    layout = LAYOUT if layout is None else layout
+    key = (np.dtype(dtype), int(cy), layout.name)
+    if key not in _KERNELS:
+        s = _shape(key[0], key[1], _check_layout(layout))
+        f = _device_functions(s)
+        _KERNELS[key] = {name: build(s, f) for name, build in _BUILDERS.items()}
+    return _KERNELS[key]
 
 
 def kernel_signatures(dtype):
     """``{name: argument types}`` of the kernels for storage ``dtype``, as the passes call them.
 
-    For compiling them ahead of time without a GPU (``cuda.compile_ptx``; see
-    ``benchmarks/scripts/bench_gpu.py --ptx``).
+    ``sum_parts`` has two: float32 partials of ``G @ Omega`` (``sum_parts``) and the float64
+    row sums of the centring set-up (``sum_parts_f8``).
     """
-    from numba import types as nt
-
-    ft = numba.from_dtype(np.dtype(dtype))
+    nt = cuda.types
+    ft = nt.float32 if np.dtype(dtype) == np.float32 else nt.float64
     i8, f8, b1 = nt.int64, nt.float64, nt.boolean
     A1, A2, A3 = (nt.Array(ft, n, "C") for n in (1, 2, 3))
     D1, D2, D3 = (nt.Array(f8, n, "C") for n in (1, 2, 3))
@@ -581,8 +720,20 @@ def kernel_signatures(dtype):
     }
 
 
-def kernels(dtype, cy=1):
-    key = (np.dtype(dtype), int(cy))
-    if key not in _KERNELS:
-        _KERNELS[key] = _build(key[0], key[1])
-    return _KERNELS[key]
+def variants(layout=GPU_LAYOUT):
+    """Every kernel variant the backend can launch in ``layout``: ``(name, dtype, cy,
+    python function, argument types)``.
+
+    The kernels of :data:`CY_KERNELS` for every operand width ``cy = 1 .. CY_MAX`` of the
+    "row" configuration, the others once (``cy = 1``), in both storage dtypes.
+    """
+    out = []
+    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+        sigs = kernel_signatures(dtype)
+        for cy in range(1, layout.configs[(dtype, "row")][3] + 1):
+            built = kernels(dtype, cy, layout)
+            for name, sig in sigs.items():
+                base = name.removesuffix("_f8")
+                if cy == 1 or base in CY_KERNELS:
+                    out.append((name, dtype, cy, built[base].py_func, sig))
+    return out

@@ -20,13 +20,15 @@ hooks, all on host (numpy) arrays in and out:
     ``shift`` and ``scale`` are the full (N,) float64 arrays of :meth:`setup_rows`.
 ``block(ridx, cidx, shift, scale, rmean, cmean, gmean, center) -> ndarray``
     ``G[ridx][:, cidx]`` in the storage dtype, centred when ``center``
-    (``G_ij - (rmean_i - gmean) - cmean_j``). ``ridx``/``cidx`` are int64 index arrays or
-    None (all rows / all columns); ``shift``, ``scale``, ``rmean`` (N,) and ``cmean`` (M,)
-    are full float64 arrays, ``gmean`` a float.
+    (``G_ij - (rmean_i - gmean) - cmean_j``). ``ridx``/``cidx`` are int64 index arrays, a
+    ``slice`` (a block of rows or columns: the centred-norm pass) or None (all rows / all
+    columns); ``shift``, ``scale``, ``rmean`` (N,) and ``cmean`` (M,) are full float64
+    arrays, ``gmean`` a float.
 
-Kernel values are float64 (exp kernels shifted by the row's smallest distance, see
-:func:`~ksvd_bench.kernels.kernel_matrix`) from cross products in the storage dtype; every
-sum accumulates in float64. A backend must give the same answer for any thread count.
+Kernel values (exp kernels shifted by the row's smallest distance, see
+:func:`~ksvd_bench.kernels.kernel_matrix`) come from cross products in the storage dtype; a
+backend may compute a tile in the storage dtype (the CPU backend does), but every sum across
+tiles accumulates in float64. A backend must give the same answer for any thread count.
 """
 
 from __future__ import annotations

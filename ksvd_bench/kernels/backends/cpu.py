@@ -2,9 +2,9 @@
 that is never stored.
 
 ``G`` is cut into tiles of ``tr`` rows by ``tc`` columns. A pass computes one tile's cross
-products ``X[rows] @ Z[cols].T`` (BLAS), turns them into kernel values in a float64 buffer
-while they are in cache, and at once multiplies the tile into the outputs (BLAS again), so
-no ``N_chunk x M`` block of ``G`` is ever written. One pass serves ``G @ Omega``,
+products ``X[rows] @ Z[cols].T`` (BLAS), turns them into kernel values while they are in
+cache, and at once multiplies the tile into the outputs (BLAS again), so no ``N_chunk x M``
+block of ``G`` is ever written. One pass serves ``G @ Omega``,
 ``G.T @ Psi`` or both, and the set-up statistics (row shifts and normalisers, centring sums,
 sum of squares).
 
@@ -22,8 +22,13 @@ output has one owner that sums its terms in a fixed order:
 So results are bitwise independent of the number of Numba threads. BLAS must be limited to
 one thread around these calls (the Numba threads are the parallel ones).
 
-Kernel values are computed in float64 from cross products in the storage dtype (float32
-or float64), and all products and sums accumulate in float64.
+Precision. A tile is computed in the storage dtype from end to end: cross products, distances,
+``exp`` (:func:`~.._numba.exp_inplace`) and the tile's products with ``Omega``/``Psi`` (cast
+to the storage dtype once per pass), so a float32 source runs SGEMM and twice-as-wide vector
+code. Only within a tile (``tc`` terms for ``G @ Omega``, ``tr`` for ``G.T @ Psi``) does a
+sum run in float32; the tiles' results are added in float64, in a fixed order, as are the
+set-up and centring sums. A float32 pass so agrees with the float64 pass over the same
+stored points to about ``sqrt(tc) * 6e-8`` relative (measured: below 1e-6).
 
 Point layouts (``Points.mode``): ``DENSE`` (``xd`` = X, ``zd`` = Z, both row-major),
 ``X_SPARSE`` (X as CSR ``xp, xi, xv``; ``zd`` = Z.T, d x M), ``Z_SPARSE`` (``xd`` = X.T,
@@ -40,16 +45,13 @@ import numpy as np
 import scipy.sparse as sp
 from numba import prange
 
-from .._numba import exp_nonpos
+from .._numba import exp_inplace, like
 from .._ordered import EXACT_FASTMATH, one_blas_thread
 from .base import LINEAR, POLY, RBF, SNE, Backend, Params, T
 
 __all__ = ["CpuBackend", "RBF", "SNE", "T", "LINEAR", "POLY", "Params", "tile_shape"]
 
 DENSE, X_SPARSE, Z_SPARSE, BOTH_SPARSE = 0, 1, 2, 3
-#: largest finite float64, the start of a running minimum (fastmath assumes no inf)
-BIG = 1.7976931348623157e308
-
 #: points and their squared norms, in the layout of ``mode`` (see the module docstring)
 Points = collections.namedtuple(
     "Points", ["mode", "n_features", "xd", "xp", "xi", "xv", "zd", "zp", "zi", "zv", "xx", "zz"]
@@ -120,25 +122,44 @@ def cross_tile(P, i0, i1, j0, j1, C, w):
 # ----------------------------------------------------------------------- kernel values
 @_njit
 def _distances(row, crow, xi, zz, j0):
-    """``row <- max(|x_i|^2 + |z_j|^2 - 2 x_i.z_j, 0)``; returns the smallest one."""
-    mn = BIG
+    """``row <- max(|x_i|^2 + |z_j|^2 - 2 x_i.z_j, 0)`` in the dtype of ``row``."""
+    zero = like(row, 0.0)
     for jj in range(row.shape[0]):
-        d = xi + zz[j0 + jj] - 2.0 * crow[jj]
-        d = d if d > 0.0 else 0.0
-        row[jj] = d
-        mn = min(mn, d)
+        d = xi + zz[j0 + jj] - (crow[jj] + crow[jj])
+        row[jj] = d if d > zero else zero
+
+
+@_njit
+def _exp_args(row, crow, xi, zz, j0, mn, g):
+    """``row <- (mn - max(|x_i|^2 + |z_j|^2 - 2 x_i.z_j, 0)) g``: the distances and the
+    shifted, scaled exponents of an exp kernel in one sweep, in the dtype of ``row``."""
+    zero = like(row, 0.0)
+    for jj in range(row.shape[0]):
+        d = xi + zz[j0 + jj] - (crow[jj] + crow[jj])
+        row[jj] = (mn - max(d, zero)) * g
+
+
+@_njit
+def _row_min(row):
+    """The smallest entry of a non-empty row (a running minimum: exact in any order)."""
+    mn = row[0]
+    for jj in range(1, row.shape[0]):
+        mn = min(mn, row[jj])
     return mn
 
 
 @_njit
 def kernel_tile(C, K, P, prm, i0, j0, shift, scale, scratch):
-    """Kernel values ``K = G[i0:, j0:]`` (float64) of a tile from its cross products ``C``.
+    """Kernel values ``K = G[i0:, j0:]`` of a tile from its cross products ``C``.
 
-    Same arithmetic as the dense builder: exp kernels use the stored row shift (SNE: the
-    row's smallest distance) and row normaliser ``scale``; "t" divides by ``1 + d/gamma^2``.
+    Same arithmetic as the dense builder, in the dtype of ``K`` (the storage dtype): exp
+    kernels use the stored row shift (SNE: the row's smallest distance) and row normaliser
+    ``scale``; "t" divides by ``1 + d/gamma^2``.
     """
     ni, nj = C.shape
     kind = prm.kind
+    g = like(K, prm.inv_g2)
+    one = like(K, 1.0)
     for ii in range(ni):
         row = K[ii]
         crow = C[ii]
@@ -151,17 +172,15 @@ def kernel_tile(C, K, P, prm, i0, j0, shift, scale, scratch):
                 row[jj] = (crow[jj] + prm.coef0) ** prm.degree
             continue
         i = i0 + ii
-        _distances(row, crow, P.xx[i], P.zz, j0)
-        g = prm.inv_g2
-        c = scale[i]
+        c = like(K, scale[i])
         if kind == T:
+            _distances(row, crow, P.xx[i], P.zz, j0)
             for jj in range(nj):
-                row[jj] = c * (1.0 / (1.0 + row[jj] * g))
-        else:
-            mn = shift[i]
-            for jj in range(nj):
-                row[jj] = (mn - row[jj]) * g
-            exp_nonpos(row, scratch)
+                row[jj] = c * (one / (one + row[jj] * g))
+            continue
+        _exp_args(row, crow, P.xx[i], P.zz, j0, like(K, shift[i]), g)
+        exp_inplace(row, scratch)
+        if kind != RBF:  # rbf rows are not normalised (c = 1)
             for jj in range(nj):
                 row[jj] = row[jj] * c
 
@@ -203,26 +222,28 @@ def row_stats_tile(C, P, prm, i0, j0, first, shift, rsum, rsq, buf, scratch):
     "t" sums ``1 / (1 + d / gamma^2)`` without a shift.
     """
     ni, nj = C.shape
-    g = prm.inv_g2
+    g = like(buf, prm.inv_g2)
+    one = like(buf, 1.0)
     for ii in range(ni):
         i = i0 + ii
         row = buf[:nj]
-        mloc = _distances(row, C[ii], P.xx[i], P.zz, j0)
+        _distances(row, C[ii], P.xx[i], P.zz, j0)
         if prm.kind == SNE:
+            mloc = _row_min(row)
             if first:
                 shift[i] = mloc
             elif mloc < shift[i]:
-                f = np.exp((mloc - shift[i]) * g)
+                f = np.exp((mloc - shift[i]) * prm.inv_g2)
                 rsum[i] *= f
                 rsq[i] *= f * f
                 shift[i] = mloc
-            mn = shift[i]
+            mn = like(buf, shift[i])
             for jj in range(nj):
                 row[jj] = (mn - row[jj]) * g
-            exp_nonpos(row, scratch)
+            exp_inplace(row, scratch)
         else:
             for jj in range(nj):
-                row[jj] = 1.0 / (1.0 + row[jj] * g)
+                row[jj] = one / (one + row[jj] * g)
         s, q = _sum_and_squares(row)
         rsum[i] += s
         rsq[i] += q
@@ -265,11 +286,11 @@ def _tile_views(cbuf, kbuf, ni, nj):
 def _tile_buffers(P, tr, tc):
     """One thread's buffers for :func:`_kernel_block` on tiles of at most ``tr x tc``.
 
-    ``(cbuf, kbuf, scratch, w)``: the flat cross-product and kernel buffers, the kernel's
-    integer scratch and the sparse scatter row (:func:`_work_row`).
+    ``(cbuf, kbuf, scratch, w)``: the flat cross-product and kernel buffers (storage dtype),
+    the kernel's integer scratch and the sparse scatter row (:func:`_work_row`).
     """
     cbuf = np.empty(tr * tc, dtype=P.xx.dtype)
-    kbuf = np.empty(tr * tc)
+    kbuf = np.empty(tr * tc, dtype=P.xx.dtype)
     scratch = np.empty(tc, dtype=np.int64)
     return cbuf, kbuf, scratch, _work_row(P)
 
@@ -303,7 +324,7 @@ def pass_rows(P, prm, a, b, tr, tc, shift, scale, Om, Y):
         i1 = min(i0 + tr, b)
         ni = i1 - i0
         bufs = _tile_buffers(P, tr, tc)
-        ybuf = np.empty(tr * k)
+        ybuf = np.empty(tr * k, dtype=Om.dtype)
         Yr = Y[i0 - a:i1 - a]
         for j0 in range(0, m, tc):
             j1 = min(j0 + tc, m)
@@ -329,7 +350,7 @@ def pass_cols(P, prm, r0, r1, tr, tc, shift, scale, Psi, W, Om, Ypart, want_y):
         j1 = min(j0 + tc, m)
         nj = j1 - j0
         bufs = _tile_buffers(P, tr, tc)
-        wbuf = np.empty(tc * kw)
+        wbuf = np.empty(tc * kw, dtype=Psi.dtype)
         for i0 in range(r0, r1, tr):
             i1 = min(i0 + tr, r1)
             K = _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs)
@@ -370,7 +391,7 @@ def row_stats(P, prm, a, b, tr, tc, shift, rsum, rsq):
         i0 = a + t * tr
         i1 = min(i0 + tr, b)
         cbuf = np.empty(tr * tc, dtype=P.xx.dtype)
-        kbuf = np.empty(tc)
+        kbuf = np.empty(tc, dtype=P.xx.dtype)
         scratch = np.empty(tc, dtype=np.int64)
         w = _work_row(P)
         for i in range(i0, i1):
@@ -435,8 +456,6 @@ TILE_COLS = 384
 #: COL_TILES tiles to share out; never below MIN_TILE_COLS (BLAS efficiency)
 COL_TILES = 16
 MIN_TILE_COLS = 64
-_E2 = np.empty((0, 0))
-_E3 = np.empty((0, 0, 0))
 
 
 def tile_shape(m, chunk_bytes):
@@ -462,10 +481,16 @@ def _band_rows(tr, n_tiles, k, budget):
 def products(P, prm, tiles, a, b, shift, scale, Om=None, Psi=None, budget=32 << 20):
     """Uncentred ``(G[a:b] @ Om, G[a:b].T @ Psi)`` from one pass (None where not asked).
 
-    ``Om`` (M, k) and ``Psi`` (b - a, k) are C-contiguous float64; so are the results.
+    ``Om`` (M, k) and ``Psi`` (b - a, k) are C-contiguous float64; so are the results. The
+    tiles multiply copies of them in the storage dtype (see the module docstring).
     """
     tr, tc = tiles
     m = P.zz.shape[0]
+    dtype = P.xx.dtype
+    if Om is not None:
+        Om = np.ascontiguousarray(Om, dtype=dtype)
+    if Psi is not None:
+        Psi = np.ascontiguousarray(Psi, dtype=dtype)
     with one_blas_thread():
         if Psi is None:
             Y = np.zeros((b - a, Om.shape[1]))
@@ -473,12 +498,13 @@ def products(P, prm, tiles, a, b, shift, scale, Om=None, Psi=None, budget=32 << 
             return Y, None
         W = np.zeros((m, Psi.shape[1]))
         if Om is None:
-            pass_cols(P, prm, a, b, tr, tc, shift, scale, Psi, W, _E2, _E3, False)
+            pass_cols(P, prm, a, b, tr, tc, shift, scale, Psi, W, np.empty((0, 0), dtype),
+                      np.empty((0, 0, 0), dtype), False)
             return None, W
         k = Om.shape[1]
         n_tiles = -(-m // tc)
         band = max(1, min(b - a, _band_rows(tr, n_tiles, k, budget)))
-        Ypart = np.empty((n_tiles, band, k))
+        Ypart = np.empty((n_tiles, band, k), dtype=dtype)
         Y = np.empty((b - a, k))
         for r0 in range(a, b, band):
             r1 = min(r0 + band, b)

@@ -5,8 +5,9 @@ norms and the per-row constants on the GPU for the source's life, and runs the t
 of :mod:`.base` there: the set-up statistics, the products ``G[a:b] @ Omega`` and
 ``G[a:b].T @ Psi`` (both from one pass over the tiles), and blocks of ``G``. Operands come
 in and results go out as numpy arrays. The kernels (tiles, register blocking, reduction
-order, precision) are in :mod:`._cuda_kernels`; ``numba.cuda`` is imported in
-:mod:`._cuda_import` only.
+order, precision) are in :mod:`._cuda_kernels`; the CUDA target is imported in
+:mod:`._cuda_import` only, and this module's import fails with its clear error where no GPU
+(or the simulator) is usable.
 
 Deterministic: every output has one owner that adds its terms in a fixed order, and no sum
 uses atomics, so two runs give the same bits. Results agree with the CPU backend to about
@@ -30,10 +31,13 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._cuda_kernels import CONFIGS, NT, SUM_THREADS, TX, cuda, kernels
+from ._cuda_import import load_cuda
+from ._cuda_kernels import CONFIGS, NT, SUM_THREADS, TX, kernels
 from .base import Backend
 
 __all__ = ["CudaBackend", "CONFIGS", "GPU_BUDGET_FACTOR"]
+
+cuda = load_cuda()  # ImportError / CudaUnavailableError, each saying what is missing
 
 #: the partials of a two-sided pass may take this many times the source's ``chunk_bytes``
 #: (a GPU has room, and fewer, longer launches fill it better)
@@ -230,6 +234,9 @@ class CudaBackend(Backend):
         """``G[ridx][:, cidx]`` in the storage dtype, centred when ``center`` (see :mod:`.base`)."""
         n, m = self.shape
         p = self.params
+        # a slice (a block of rows, as the CPU backend also takes) as the index array it means
+        ridx = np.arange(n)[ridx] if isinstance(ridx, slice) else ridx
+        cidx = np.arange(m)[cidx] if isinstance(cidx, slice) else cidx
         nr = n if ridx is None else len(ridx)
         nc = m if cidx is None else len(cidx)
         out = cuda.device_array((nr, nc), self.dtype)

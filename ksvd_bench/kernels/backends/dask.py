@@ -686,6 +686,16 @@ class DistributedKernelSource:
         """A cheap upper bound on ``||G||_2`` (from the cluster's set-up pass)."""
         return self.local.norm_bound()
 
+    def frobenius_norm(self):
+        """``||G||_F`` or None, as :meth:`KernelSource.frobenius_norm` (its centred pass
+        gathers row blocks from the cluster; counted in ``n_passes``)."""
+        return self.local._known_frobenius(self.frobenius_slack())
+
+    def frobenius_slack(self):
+        """``(value, slack)`` as :meth:`KernelSource.frobenius_slack`."""
+        return self.local._frobenius(
+            lambda a, b: self._gather_rows(np.arange(a, b), None), self)
+
     # ------------------------------------------------------------------- lifetime
     def close(self):
         """Release the scattered points and constants on the cluster (idempotent)."""

@@ -296,6 +296,25 @@ def _project_py(R, X, W):
 _project, _project_serial = compile_twice(_project_py)
 
 
+def compile_products(parts, parts_t, L, R):
+    """Compile (or load from Numba's disk cache) both compiles, serial and parallel, of every
+    product kernel for these argument types (``parts``, ``parts_t``: T and T^T in CSR; the
+    storage dtype is ``L``'s). The parallel compiles run only on large operators: a small
+    operator's solve would leave them to the first large one."""
+    n, m, q = L.shape[0], R.shape[0], L.shape[1]
+    x = np.zeros(m, dtype=L.dtype)
+    w = np.zeros(q)
+    for spmv in (_spmv_lowrank, _spmv_lowrank_serial):
+        spmv(parts[0], parts[1], parts[2], x, L, w, np.empty(n))
+    for gram in (_gram_lowrank, _gram_lowrank_serial):  # ARPACK's vectors are float64
+        gram(parts, parts_t, L, R, np.zeros(n), np.empty(m), np.empty(q), np.empty(n))
+    X = np.zeros((m, 2), dtype=L.dtype)
+    W = np.empty((q, 2), dtype=L.dtype)
+    for project, spmm in ((_project, _spmm_lowrank), (_project_serial, _spmm_lowrank_serial)):
+        project(R, X, W)
+        spmm(parts[0], parts[1], parts[2], X, L, W, np.empty((n, 2), dtype=L.dtype))
+
+
 @numba.njit(**_NJIT)
 def _gather_rows(indptr, indices, data, L, R, ridx, out):
     """``out[k, :] = G[ridx[k], :]`` for ``G = T + L R^T`` (T in CSR)."""

@@ -11,8 +11,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from solvers import check_index
 
-from ...datasets.synthetic import _check_dtype  # the one float32/float64 dtype check
-from .._params import EXP_KERNELS, check_gamma
+from .._params import EXP_KERNELS, check_dtype, check_gamma
 from ._kernels import (
     _gather_block,
     _gather_rows,
@@ -20,6 +19,7 @@ from ._kernels import (
     _row_min_distance,
     _sparse_part,
     _Threads,
+    compile_products,
 )
 
 #: Largest conditioning of the rank-one-plus-sparse form accepted by
@@ -241,7 +241,7 @@ class StructuredKernelSource:
         gamma = check_gamma(gamma)
         if not isinstance(center, (bool, np.bool_)):
             raise TypeError(f"center must be a bool, got {type(center).__name__}")
-        self.dtype = _check_dtype(dtype)
+        self.dtype = check_dtype(dtype)
         A = _check_square_sparse(A)
         self.kernel = kernel
         self.gamma = gamma
@@ -378,6 +378,17 @@ class StructuredKernelSource:
         out = _lowrank_product(parts, L, R, X, self.dtype)
         self.n_matmat += 1
         return out[:, 0] if vector else out
+
+    def compile_kernels(self):
+        """Compile (or load from Numba's disk cache) this source's product kernels now.
+
+        Both compiles (serial and parallel) of its block products and of the one-vector
+        products of a Krylov solver, for its dtype: so a timed solve, here or on a larger
+        source of the same dtype, does not include compiling (the parallel compiles run only
+        on large operators). Returns the source.
+        """
+        compile_products(self._T, self._Tt, self._L, self._R)
+        return self
 
     def matmat(self, X):
         """``G @ X`` for ``X`` of shape (M, k) (or (M,)); ``O(k (nnz + q (N + M)))``."""

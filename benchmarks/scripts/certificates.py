@@ -1,0 +1,304 @@
+"""Issue 20, section 9: do the certificates vouch for wrong answers?
+
+Sweeps every method and sampler, with efforts from too small to enough, over six families
+(rare clusters, the coherent polynomial problem, a plain clustered family, a slow-decay
+synthetic, a centred kernel far from the origin, a graph), 5 seeds each, and tabulates
+against numpy's exact SVD:
+
+* wrong answers (sv error > 0.1 s_1 or sin theta > 0.1) and how many of them said
+  ``info["reliable"] = True`` (target: none, at most 1% of wrong);
+* right answers that said ``reliable=False`` (false alarms, target <= 20%);
+* every ``stop="estimate"`` run of :func:`ksvd_bench.driver.solve_to_tolerance` (no
+  reference): how many converged with a true relative low-rank error
+  ``||G - U U^T G||_F / ||G||_F`` above eps (target: none), and the effort against the
+  oracle's (the smallest effort of the same schedule whose true error is <= eps; target:
+  within 2x in >= 90%).
+
+Writes ``benchmarks/recorded/certificates/certificates.json`` and ``certificates.md``.
+Run: ``python benchmarks/scripts/certificates.py [--quick]`` (sizes chosen so the whole
+sweep runs in a few minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+import solvers
+from ksvd_bench.datasets import load_graph, make_kernel_problem, make_rare_clusters
+from ksvd_bench.driver import solve_to_tolerance
+from ksvd_bench.driver.schedule import EFFORT_OPTION
+from ksvd_bench.kernels import KernelSource, kernel_matrix
+
+OUT = Path(__file__).resolve().parents[1] / "recorded" / "certificates"
+SAMPLERS = ("uniform", "norm", "arp", "aca", "rpcholesky")
+
+
+def families(n):
+    """name -> (builder(seed) -> (G dense, lazy point source or None), rank)."""
+
+    def clustered(n_rare):
+        def build(seed):
+            P = make_rare_clusters(n, n, 16, n_clusters=8, n_rare=n_rare, random_state=seed)
+            src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma, setup="lazy")
+            return kernel_matrix(P.X, P.Z, "sne", gamma=P.gamma), src
+        return build
+
+    def coherent(seed):
+        return make_kernel_problem(n, n - n // 6, rank=20, decay="polynomial",
+                                   coherence=0.9, random_state=seed), None
+
+    def slow(seed):
+        return make_kernel_problem(n, n - n // 6, rank=60, decay="polynomial",
+                                   decay_rate=0.5, random_state=seed), None
+
+    def far(seed):
+        rng = np.random.default_rng(seed)
+        R = np.linalg.qr(rng.standard_normal((8, 8)))[0]
+        scale = 2.0 ** -np.arange(8)
+        X = 3000 + (rng.standard_normal((n, 8)) * scale) @ R
+        Z = 3000 + (rng.standard_normal((n - n // 6, 8)) * scale) @ R
+        src = KernelSource.from_points(X, Z, "rbf", gamma=0.05, center=True)
+        return kernel_matrix(X, Z, "rbf", gamma=0.05, center=True), src
+
+    graph_cache = {}
+
+    def graph(seed):  # cora's first n nodes, the same for every seed: the solvers' seeds vary
+        if "G" not in graph_cache:
+            A = load_graph("cora").adjacency[:n, :n].toarray().astype(float)
+            graph_cache["G"] = kernel_matrix(A, A, "sne", gamma=0.5)
+        return graph_cache["G"], None
+
+    return {
+        "rare": (clustered(3), 8),
+        "coherent": (coherent, 5),
+        "plain": (clustered(0), 8),
+        "slow": (slow, 10),
+        "far_centred": (far, 3),
+        "graph_cora": (graph, 10),
+    }
+
+
+def settings(r):
+    """(method, options, effort label): too small to enough."""
+    out = [("tsvd", {}, "default")]
+    for p in (0, 5, 20):
+        out.append(("rsvd", {"n_oversamples": p, "n_iter": 0}, f"p={p} q=0"))
+    out.append(("rsvd", {"n_oversamples": 10, "n_iter": 4}, "p=10 q=4"))
+    for q in (1, 3):
+        out.append(("block_krylov", {"n_iter": q}, f"q={q}"))
+    for p in (0, 10):
+        out.append(("generalized_nystrom", {"n_oversamples": p}, f"p={p}"))
+    for sampling in ("uniform", "norm"):
+        for m in (2 * r, 8 * r):
+            out.append(("sym_nystrom", {"n_samples": m, "sampling": sampling},
+                        f"{sampling} m={m}"))
+    for sampling in SAMPLERS:
+        for m in (r, 4 * r, 12 * r):
+            out.append(("asym_nystrom", {"n_samples": m, "sampling": sampling},
+                        f"{sampling} m={m}"))
+    return out
+
+
+def sin_theta(A, B):
+    return float(np.linalg.norm(A - B @ (B.T @ A), 2))
+
+
+def score(res, U, s, Vt, r):
+    sv = float(np.max(np.abs(res.s - s[:r])) / s[0])
+    sin = max(sin_theta(U[:, :r], res.U), sin_theta(Vt[:r].T, res.V))
+    return sv, sin
+
+
+def relative_lowrank(G, U, fro):
+    return float(np.linalg.norm(G - U @ (U.T @ G)) / fro)
+
+
+def sweep_answers(fams, seeds, rows, methods=None):
+    svds = {}
+    for name, (build, r) in fams.items():
+        t0 = time.perf_counter()
+        for seed in seeds:
+            G, lazy = build(seed)
+            if id(G) not in svds:
+                svds.clear()
+                svds[id(G)] = np.linalg.svd(G, full_matrices=False)
+            U, s, Vt = svds[id(G)]
+            for method, opts, label in settings(r):
+                if methods and method not in methods:
+                    continue
+                source = G
+                if opts.get("sampling") == "rpcholesky":
+                    if lazy is None or not hasattr(lazy, "joint_psd"):
+                        continue
+                    source = lazy
+                if method == "asym_nystrom" and opts["n_samples"] > min(G.shape):
+                    continue
+                if method == "sym_nystrom" and opts["n_samples"] > max(G.shape):
+                    continue
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        res = solvers.svd(source, r, method=method, random_state=seed, **opts)
+                except ValueError as exc:  # a setting the source refuses
+                    rows.append({"family": name, "seed": seed, "method": method,
+                                 "setting": label, "error": str(exc)[:200]})
+                    continue
+                sv, sin = score(res, U, s, Vt, r)
+                rows.append({"family": name, "seed": seed, "method": method, "setting": label,
+                             "sv_error": sv, "sin_theta": sin,
+                             "wrong": bool(sv > 0.1 or sin > 0.1),
+                             "reliable": bool(res.info.get("reliable", True)),
+                             "n_passes": float(res.info["n_passes"])})
+        print(f"  {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+
+
+def sweep_estimate(fams, seeds, eps_list, runs):
+    for name, (build, r) in fams.items():
+        for seed in seeds:
+            G, _ = build(seed)
+            fro = float(np.linalg.norm(G))
+            for method in ("rsvd", "block_krylov"):
+                for eps in eps_list:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        out = solve_to_tolerance(G, r, method, eps, stop="estimate",
+                                                 random_state=seed)
+                        true = relative_lowrank(G, out.result.U, fro)
+                        oracle = None
+                        for h in out.history:  # the same schedule, scored exactly
+                            e = int(h["effort"])
+                            opts = {EFFORT_OPTION[method]: e}
+                            if method == "rsvd":
+                                opts["n_iter"] = 4
+                            res = solvers.svd(G, r, method=method, random_state=seed, **opts)
+                            if relative_lowrank(G, res.U, fro) <= eps:
+                                oracle = e
+                                break
+                    runs.append({"family": name, "seed": seed, "method": method, "eps": eps,
+                                 "converged": bool(out.converged), "effort": int(out.effort),
+                                 "oracle_effort": oracle, "true_error": true,
+                                 "estimate": float(out.relative_error_estimate)})
+
+
+def summarise(rows, runs):
+    ok = [r for r in rows if "wrong" in r]
+    by = defaultdict(lambda: [0, 0, 0, 0])  # wrong, wrong&reliable, right, right&unreliable
+    for r in ok:
+        for key in ((r["method"], r["setting"].split(" ")[0] if r["method"] == "asym_nystrom"
+                     or r["method"] == "sym_nystrom" else ""), ("all", "")):
+            b = by[key]
+            if r["wrong"]:
+                b[0] += 1
+                b[1] += r["reliable"]
+            else:
+                b[2] += 1
+                b[3] += not r["reliable"]
+    table = [{"method": k[0], "sampler": k[1], "wrong": v[0], "wrong_reliable": v[1],
+              "right": v[2], "false_alarms": v[3]} for k, v in sorted(by.items())]
+    conv = [r for r in runs if r["converged"]]
+    bad = [r for r in conv if r["true_error"] > r["eps"]]
+    with_oracle = [r for r in conv if r["oracle_effort"] is not None]
+    within = [r for r in with_oracle  # effort 0 (no oversampling) counts as 1
+              if max(r["effort"], 1) <= 2 * max(r["oracle_effort"], 1)
+              and max(r["oracle_effort"], 1) <= 2 * max(r["effort"], 1)]
+    est = {"runs": len(runs), "converged": len(conv), "converged_above_eps": len(bad),
+           "with_oracle": len(with_oracle), "effort_within_2x": len(within),
+           "not_converged": len(runs) - len(conv)}
+    return table, est
+
+
+def markdown(table, est, meta):
+    lines = ["# Certificates sweep (issue 20, section 9)", "",
+             f"{meta['answers']} answers, {meta['families']} families x {meta['seeds']} seeds, "
+             f"N = {meta['n']}; {meta['seconds']:.0f} s on {meta['machine']}.", "",
+             "| method | sampler | wrong | wrong & reliable=True | right | right & "
+             "reliable=False (false alarms) |", "|---|---|---|---|---|---|"]
+    for t in table:
+        fa = f"{t['false_alarms']} ({t['false_alarms'] / t['right']:.0%})" if t["right"] else "0"
+        wr = (f"{t['wrong_reliable']} ({t['wrong_reliable'] / t['wrong']:.0%})"
+              if t["wrong"] else "0")
+        lines.append(f"| {t['method']} | {t['sampler']} | {t['wrong']} | {wr} | {t['right']} "
+                     f"| {fa} |")
+    lines += ["", "stop=\"estimate\" (solve_to_tolerance, no reference):", "",
+              "| runs | converged | converged with true error > eps | oracle found | "
+              "effort within 2x of the oracle |", "|---|---|---|---|---|",
+              f"| {est['runs']} | {est['converged']} | {est['converged_above_eps']} | "
+              f"{est['with_oracle']} | {est['effort_within_2x']} |"]
+    return "\n".join(lines) + "\n"
+
+
+def at_scale(n, budget=None):
+    """The sampled certificate on the lazy rare-cluster SNE source at N = M = n (no
+    reference: the bound, the estimate and the clusters the pivots found are the
+    evidence). RPCholesky, 80 pivots, ``check_passes=0``."""
+    t0 = time.perf_counter()
+    P = make_rare_clusters(n, n, 64, n_clusters=20, n_rare=6, random_state=0)
+    src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma, setup="lazy")
+    t1 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        res = solvers.svd(src, 20, method="asym_nystrom", sampling="rpcholesky",
+                          n_samples=80, check_passes=0, certificate_budget=budget,
+                          random_state=0)
+    info = res.info
+    cert = info["certificate"]["sampled"]
+    found = set(P.labels_x[info["pivots_x"]]) | set(P.labels_z[info["pivots_z"]])
+    out = {"n": n, "build_seconds": t1 - t0, "solve_seconds": info["seconds"],
+           "entries_read_fraction": info["entries_read"] / n**2, "reliable": info["reliable"],
+           "s_20": float(res.s[-1]), "certificate": cert,
+           "rare_clusters_found": len(set(P.params["rare"]) & found),
+           "warnings": [str(w.message)[:300] for w in record]}
+    print(json.dumps(out, indent=1, default=float))
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"scale_{n}.json").write_text(json.dumps(out, indent=1, default=float))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="2 seeds")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--scale", type=int, default=0,
+                    help="instead of the sweep: the sampled certificate at N = M = SCALE")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="certificate_budget for --scale (default 0.1)")
+    ap.add_argument("--methods", nargs="*", default=None,
+                    help="only these methods (and no stop='estimate' runs); default all")
+    ap.add_argument("--tag", default="", help="suffix of the output files")
+    args = ap.parse_args(argv)
+    if args.scale:
+        at_scale(args.scale, args.budget)
+        return
+    n, seeds = (200, range(2)) if args.quick else (args.n, range(args.seeds))
+    t0 = time.perf_counter()
+    fams = families(n)
+    rows, runs = [], []
+    sweep_answers(fams, seeds, rows, args.methods)
+    if not args.methods:
+        est_fams = {k: v for k, v in fams.items() if k != "graph_cora"}
+        sweep_estimate(est_fams, seeds, (1e-1, 1e-2), runs)
+    table, est = summarise(rows, runs)
+    import platform
+    meta = {"n": n, "seeds": len(seeds), "families": len(fams),
+            "answers": sum("wrong" in r for r in rows),
+            "seconds": time.perf_counter() - t0, "machine": platform.machine()}
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"certificates{args.tag}.json").write_text(json.dumps(
+        {"meta": meta, "table": table, "estimate": est, "answers": rows, "estimate_runs": runs},
+        indent=1))
+    text = markdown(table, est, meta)
+    (OUT / f"certificates{args.tag}.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The CUDA kernels compiled ahead of time, without a GPU: PTX, registers and spills.
+
+:func:`kernel_resources` lowers every kernel variant of :mod:`._cuda_kernels` (the GPU
+layout) to PTX with Numba's CUDA compiler, which needs CUDA's NVVM and NVRTC libraries but
+no GPU, then assembles each PTX for the target with ``ptxas -v`` (or nvJitLink, where
+``ptxas`` is missing) and reads its registers, spills, stack and shared memory per thread
+block. A spill means a register-blocked accumulator went to local memory: the kernels are
+sized so that none does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from ._cuda_import import CudaUnavailableError, import_cuda, simulated
+
+__all__ = ["kernel_ptx", "kernel_resources", "assembler"]
+
+_FIELDS = {"registers": r"Used (\d+) registers", "spill_stores": r"(\d+) bytes spill stores",
+           "spill_loads": r"(\d+) bytes spill loads", "stack_bytes": r"(\d+) bytes stack frame",
+           "shared_bytes": r"(\d+) bytes smem"}
+
+
+def _cc(arch):
+    digits = arch.removeprefix("sm_").rstrip("af")
+    if not arch.startswith("sm_") or len(digits) < 2 or not digits.isdigit():
+        raise ValueError(f"arch must look like 'sm_90', got {arch!r}")
+    return int(digits[:-1]), int(digits[-1])
+
+
+def kernel_ptx(arch="sm_90"):
+    """Every kernel variant lowered to PTX for ``arch``: a list of dicts with ``name``,
+    ``dtype``, ``cy`` (operand width, in units of the block's thread columns) and ``ptx``.
+
+    Raises
+    ------
+    CudaUnavailableError
+        Under the simulator (it compiles nothing), or where CUDA's compiler libraries
+        (NVVM, NVRTC) are missing; the message names the cause.
+    """
+    if simulated():
+        raise CudaUnavailableError("compiling the CUDA kernels to PTX needs the real CUDA "
+                                   "target: unset NUMBA_ENABLE_CUDASIM")
+    cuda = import_cuda()
+    from ._cuda_kernels import variants
+
+    cc = _cc(arch)
+    out = []
+    for name, dtype, cy, pyfunc, sig in variants():
+        try:
+            ptx, _ = cuda.compile_ptx(pyfunc, sig, cc=cc)
+        except Exception as exc:  # noqa: BLE001 -- most often a missing compiler library
+            cause = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+            raise CudaUnavailableError(
+                f"compiling the CUDA kernels to PTX needs CUDA's NVVM and NVRTC libraries "
+                f"(no GPU): {cause}. Install a CUDA toolkit or 'numba-cuda[cu13]'") from None
+        out.append({"name": name, "dtype": dtype.name, "cy": cy, "ptx": ptx})
+    return out
+
+
+def assembler():
+    """How PTX is assembled here: ``"ptxas"`` (its path), ``"nvjitlink"``, or None."""
+    for path in (shutil.which("ptxas"),
+                 os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")):
+        if path and os.access(path, os.X_OK):
+            return path
+    try:
+        from cuda.bindings import nvjitlink  # noqa: F401
+        nvjitlink.version()
+    except Exception:  # noqa: BLE001 -- missing module or missing library alike
+        return None
+    return "nvjitlink"
+
+
+def _ptxas_log(tool, ptx, arch):
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        proc = subprocess.run([tool, f"-arch={arch}", "-v", "-O3", src, "-o",
+                               os.path.join(tmp, "k.cubin")], capture_output=True, text=True,
+                              check=False, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ptxas failed on a kernel: {proc.stderr.strip()[-2000:]}")
+    return proc.stdout + proc.stderr
+
+
+def _nvjitlink_log(ptx, arch):
+    from cuda.bindings import nvjitlink
+
+    data = ptx.encode()
+    h = nvjitlink.create(3, [f"-arch={arch}", "-verbose", "-O3"])
+    try:
+        nvjitlink.add_data(h, nvjitlink.InputType.PTX, data, len(data), "k")
+        nvjitlink.complete(h)
+        log = bytearray(nvjitlink.get_info_log_size(h))
+        nvjitlink.get_info_log(h, log)
+    finally:
+        nvjitlink.destroy(h)
+    return log.decode(errors="replace")
+
+
+def parse_log(log):
+    """``{registers, spill_stores, spill_loads, stack_bytes, shared_bytes}`` (ints) of the one
+    entry function in a ``ptxas -v`` log; a field the log does not state is None."""
+    out = {}
+    for key, pattern in _FIELDS.items():
+        found = [int(v) for v in re.findall(pattern, log)]
+        out[key] = max(found) if found else None
+    if out["registers"] is not None and out["shared_bytes"] is None:
+        out["shared_bytes"] = 0  # ptxas names smem only where a kernel uses some
+    return out
+
+
+def kernel_resources(arch="sm_90"):
+    """:func:`kernel_ptx`, each variant assembled for ``arch``: its dict gains the fields of
+    :func:`parse_log` and ``assembler``.
+
+    Raises
+    ------
+    CudaUnavailableError
+        As :func:`kernel_ptx`, or where neither ``ptxas`` nor nvJitLink is installed.
+    """
+    tool = assembler()
+    if tool is None:
+        raise CudaUnavailableError("assembling PTX needs ptxas (a CUDA toolkit) or nvJitLink "
+                                   "('numba-cuda[cu13]'), and neither is installed")
+    rows = kernel_ptx(arch)
+    for row in rows:
+        log = (_nvjitlink_log(row["ptx"], arch) if tool == "nvjitlink"
+               else _ptxas_log(tool, row["ptx"], arch))
+        row.update(parse_log(log), assembler=os.path.basename(tool))
+    return rows

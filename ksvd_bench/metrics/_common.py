@@ -1,0 +1,183 @@
+"""Argument checks shared by the measures, the pairing of an answer with its reference,
+and the clusters of singular values they score by."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["WEIGHTS", "CLUSTER_RTOL", "singular_value_groups"]
+
+WEIGHTS = ("singular_values", "relative", "uniform")
+#: Default relative gap (to the largest singular value) below which singular values form a cluster.
+CLUSTER_RTOL = 1e-6
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checks
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_weights(weights):
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+
+
+def _check_cluster_rtol(cluster_rtol):
+    """``cluster_rtol`` as a float >= 0, or None (no grouping: the literal definitions)."""
+    if cluster_rtol is None:
+        return None
+    if isinstance(cluster_rtol, bool) or not isinstance(cluster_rtol, numbers.Real):
+        raise TypeError(f"cluster_rtol must be a number or None, got {cluster_rtol!r}")
+    if not (math.isfinite(cluster_rtol) and 0 <= cluster_rtol < 1):
+        raise ValueError(f"cluster_rtol must be in [0, 1) or None, got {cluster_rtol!r}")
+    return float(cluster_rtol)
+
+
+def _check_reference_values(s, name="reference.s"):
+    """Reference singular values must be non-negative and non-increasing (clusters need it)."""
+    if s.size and s.min() < 0:
+        raise ValueError(f"{name} must be non-negative singular values, got min {float(s.min())!r}")
+    # A few ulps of disorder (values computed apart, then sorted) is not an error.
+    slack = 64 * np.finfo(np.float64).eps * (s[0] if s.size else 0.0)
+    if s.size > 1 and np.any(np.diff(s) > slack):
+        raise ValueError(f"{name} must be in non-increasing order (largest first)")
+
+
+def _triplets(obj, name):
+    """Return ``(U, s, V)`` of an SVD-like object as float64 arrays after checking shapes."""
+    try:
+        U, s, V = obj.U, obj.s, obj.V
+    except AttributeError:
+        raise TypeError(
+            f"{name} must have attributes U, s and V (an SVDResult), got {type(obj).__name__}"
+        ) from None
+    U = np.asarray(U, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    V = np.asarray(V, dtype=np.float64)
+    if U.ndim != 2 or V.ndim != 2 or s.ndim != 1:
+        raise ValueError(
+            f"{name}: U and V must be 2-d and s 1-d, got ndim {U.ndim}, {s.ndim}, {V.ndim}"
+        )
+    if not (U.shape[1] == s.shape[0] == V.shape[1]):
+        raise ValueError(
+            f"{name}: U, s and V must hold the same number of triplets, got U {U.shape}, "
+            f"s {s.shape}, V {V.shape}"
+        )
+    if s.shape[0] == 0:
+        raise ValueError(f"{name} holds no singular triplets")
+    for arr, part in ((U, "U"), (s, "s"), (V, "V")):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name}.{part} contains non-finite values")
+    return U, s, V
+
+
+def _check_scored_rank(rank, k):
+    """The number of scored triplets: ``rank``, default all ``k`` of the reference."""
+    if rank is None:
+        return k
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)):
+        raise TypeError(f"rank must be an int or None, got {type(rank).__name__}")
+    if not 1 <= rank <= k:
+        raise ValueError(f"rank must be in [1, {k}] (the reference's triplets), got {rank}")
+    return int(rank)
+
+
+def _pair(reference, approx, rank=None):
+    """Reference triplets (all of them) and the approximation's first ``r`` triplets.
+
+    Returns ``U, s, V, Ua, Va, r``: the reference's triplets beyond ``r`` are kept, since
+    they complete a cluster cut by ``r``.
+    """
+    U, s, V = _triplets(reference, "reference")
+    _check_reference_values(s)
+    Ua, _, Va = _triplets(approx, "approx")
+    r = _check_scored_rank(rank, s.shape[0])
+    if Ua.shape[0] != U.shape[0] or Va.shape[0] != V.shape[0]:
+        raise ValueError(
+            f"approx has U of {Ua.shape[0]} rows and V of {Va.shape[0]} rows, the reference "
+            f"{U.shape[0]} and {V.shape[0]}"
+        )
+    if Ua.shape[1] < r:
+        raise ValueError(
+            f"approx holds {Ua.shape[1]} triplets, fewer than the reference's rank {r} "
+            f"(the number of triplets scored)"
+        )
+    return U, s, V, Ua[:, :r], Va[:, :r], r
+
+
+# ---------------------------------------------------------------------------------------------
+# clusters of singular values
+# ---------------------------------------------------------------------------------------------
+
+
+def singular_value_groups(s, *, cluster_rtol=CLUSTER_RTOL):
+    """Split non-increasing singular values into clusters of nearly equal values.
+
+    Parameters
+    ----------
+    s : array_like of shape (k,)
+        Non-negative singular values, largest first.
+    cluster_rtol : float or None, default=CLUSTER_RTOL
+        Consecutive values ``s[i] >= s[i+1]`` share a cluster when
+        ``s[i] - s[i+1] <= cluster_rtol * s[0]`` (chained, so a cluster can span more than
+        ``cluster_rtol * s[0]`` in all). ``0`` groups exact ties only; None groups nothing.
+
+    Returns
+    -------
+    groups : list of (int, int)
+        Half-open index ranges ``[start, stop)``, in order, covering ``range(k)``.
+
+    Raises
+    ------
+    ValueError
+        On negative or increasing values, or ``cluster_rtol`` outside ``[0, 1)``.
+
+    Examples
+    --------
+    >>> singular_value_groups([5.0, 5.0, 3.0, 1.0, 1.0 - 1e-9])
+    [(0, 2), (2, 3), (3, 5)]
+    """
+    s = np.asarray(s, dtype=np.float64)
+    if s.ndim != 1 or not np.all(np.isfinite(s)):
+        raise ValueError("s must be a 1-d array of finite singular values")
+    _check_reference_values(s, "s")
+    rtol = _check_cluster_rtol(cluster_rtol)
+    if rtol is None:
+        return [(i, i + 1) for i in range(s.size)]
+    breaks = np.flatnonzero(s[:-1] - s[1:] > rtol * s[0]) + 1 if s.size else []
+    bounds = [0, *(int(b) for b in breaks), int(s.size)]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def _scored_groups(s, r, cluster_rtol):
+    """``(start, stop, null)`` for each cluster holding one of the ``r`` scored triplets.
+
+    ``null`` marks a last cluster that reaches ``cluster_rtol * s[0]``: every smaller value of
+    ``G``, held by the reference or not (and the zero values a rectangular ``G`` has on its
+    longer side), is in it, so its subspace is the orthogonal complement of the vectors
+    before it.
+    """
+    groups = singular_value_groups(s, cluster_rtol=cluster_rtol)
+    rtol = _check_cluster_rtol(cluster_rtol)
+    out = []
+    for a, b in groups:
+        if a < r:
+            null = rtol is not None and b == s.size and s[-1] <= rtol * s[0]
+            out.append((a, b, bool(null)))
+    return out
+
+
+def _cut_group(groups, r):
+    """``(start, stop)`` of the cluster that the cut at ``r`` splits, or None.
+
+    ``stop`` is None for the null cluster, which always extends past the reference.
+    """
+    for a, b, null in groups:
+        if null:
+            return a, None
+        if a < r < b:
+            return a, b
+    return None

@@ -1,0 +1,323 @@
+"""Race a collection: each problem through ``compare``'s engine, then the suite's records.
+
+:func:`run_suite` builds each problem of the collection in turn, races it with
+:func:`ksvd_bench.race.compare.run_compare` (its files go to ``<out>/problems/<name>/``), and
+turns its rows into suite records (:func:`records_from_rows`): one per (problem, solver,
+measure, tolerance), the shape :mod:`ksvd_bench.report.profiles` consumes. It then writes
+``suite.json``, the profile figures and, where the report package has it, ``report.html``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["SuiteResult", "run_suite", "records_from_rows", "failures_table", "write_record",
+           "SUITE_FILE"]
+
+SUITE_FILE = "suite.json"
+
+
+@dataclass(repr=False)
+class SuiteResult:
+    """Outcome of :func:`run_suite` (the content of ``suite.json``, see the package's docstring).
+
+    Attributes
+    ----------
+    collection : dict
+        Name, version, quick, problems.
+    records : list of dict
+        One per (problem, solver, measure, eps).
+    rows : list of dict
+        Every ``compare`` row of every problem (with ``collection`` and ``collection_version``).
+    failures : list of dict
+        The records that did not solve, with the reason.
+    meta : dict
+        Command line, settings, machine, load, wall seconds per problem, references.
+    paths : dict
+        Files written.
+    """
+
+    collection: dict
+    records: list
+    rows: list
+    failures: list
+    meta: dict
+    paths: dict = field(default_factory=dict)
+
+    def __repr__(self):
+        solved = sum(r["status"] == "converged" for r in self.records)
+        return (f"SuiteResult(collection={self.collection['name']!r} "
+                f"v{self.collection['version']}, quick={self.collection['quick']}, "
+                f"problems={len(self.collection['problems'])}, records={len(self.records)} "
+                f"({solved} solved), paths={sorted(self.paths)})")
+
+    def to_json(self):
+        return {"collection": self.collection, "records": self.records,
+                "failures": self.failures, "meta": self.meta, "rows": self.rows}
+
+
+def _entries(row):
+    """Entries of G read at the solve: ``n_passes * N * M`` (the solvers' own accounting)."""
+    passes, shape = row.get("n_passes"), row.get("shape")
+    if passes is None or shape is None or not math.isfinite(passes):
+        return None
+    return float(passes) * float(shape[0]) * float(shape[1])
+
+
+def _reason(row, status):
+    """Why a row did not solve, in words (None when it did)."""
+    if status == "converged":
+        return None
+    note = row.get("note") or ""
+    if status == "stopped early, wrong":
+        sv = row.get("sv_error")
+        sv = f"sv error {sv:.3g}" if isinstance(sv, (int, float)) else "sv error unknown"
+        return f"stopped early, wrong: {sv} > eps {row['eps']:g}" + (f"; {note}" if note
+                                                                        else "")
+    if status == "unreliable":
+        return "unreliable: the solver's own check flagged the answer" + (
+            f"; {note}" if note else "")
+    return note or "not converged"
+
+
+def records_from_rows(rows, collection, *, skipped=(), skip_reason=None):
+    """The suite records of one problem's ``compare`` rows.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of :func:`~ksvd_bench.race.compare.run_compare` (one problem).
+    collection : dict
+        ``{"name", "version"}`` recorded in every record.
+    skipped : sequence of str
+        Entries of the collection not raced on this problem: a record each, per measure and
+        eps of ``rows``, unsolved with ``skip_reason``.
+
+    Returns
+    -------
+    list of dict
+        Records with the fields of :data:`ksvd_bench.report.profiles.SUITE_RECORD_FIELDS`
+        plus ``shape``, ``n_seeds``, ``stop``, ``collection``, ``collection_version``.
+        ``seconds`` is ``inf`` unless the status is ``"converged"``; ``passes`` and
+        ``entries_read`` are those of the solve (recorded also when unsolved: the budget
+        spent on the last effort tried).
+    """
+    from ksvd_bench.report import row_status
+    from ksvd_bench.report.status import measure_label
+
+    out = []
+    cells = {}
+    for row in rows:
+        if row.get("stop") == "n/a":
+            status = "not converged"
+        else:
+            status = row_status(row)
+        seconds = row.get("seconds")
+        solved = status == "converged" and seconds is not None
+        if status == "converged" and seconds is None:
+            status = "not converged"
+        rec = {
+            "problem": row["dataset"], "solver": row["method"], "measure": measure_label(row),
+            "eps": float(row["eps"]), "seconds": float(seconds) if solved else math.inf,
+            "passes": row.get("n_passes"), "entries_read": _entries(row), "status": status,
+            "reason": _reason(row, status), "shape": row.get("shape"),
+            "n_seeds": row.get("n_seeds"), "stop": row.get("stop"),
+            "collection": collection["name"], "collection_version": collection["version"],
+        }
+        out.append(rec)
+        cells[(rec["measure"], rec["eps"])] = (row["dataset"], row.get("shape"))
+    for method in skipped:
+        for (measure, eps), (problem, shape) in cells.items():
+            out.append({"problem": problem, "solver": method, "measure": measure, "eps": eps,
+                        "seconds": math.inf, "passes": None, "entries_read": None,
+                        "status": "not converged", "reason": skip_reason or "not raced",
+                        "shape": shape, "n_seeds": 0, "stop": "skipped",
+                        "collection": collection["name"],
+                        "collection_version": collection["version"]})
+    return out
+
+
+def failures_table(records):
+    """The records that did not solve: problem, solver, measure, eps, status, reason."""
+    keys = ("problem", "solver", "measure", "eps", "status", "reason")
+    return [{k: r[k] for k in keys} for r in records if r["status"] != "converged"]
+
+
+def _load():
+    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+
+
+def _problem_info(problem, result):
+    ref = result.meta["reference"][problem.name]
+    return {"name": problem.name, "shape": list(problem.shape), "kernel": problem.kernel,
+            "gamma": problem.gamma, "lazy": problem.is_lazy, "source": problem.source,
+            "points": problem.points is not None, "structured": problem.supports_structured,
+            "kernel_seconds": problem.kernel_seconds,
+            "reference": {k: ref.get(k) for k in ("method", "seconds_not_charged", "cached",
+                                                  "n_triplets", "note", "estimated_error")
+                          if k in ref}}
+
+
+def run_suite(collection="default", *, out, quick=False, problems=None, threads=1,
+              progress=True, command_line=None, report=True):
+    """Race every problem of a collection and write its records, profiles and report.
+
+    Parameters
+    ----------
+    collection : str, default="default"
+        A name of :data:`ksvd_bench.race.suite.COLLECTIONS`.
+    out : str or Path
+        Output directory (checked before any work): ``suite.json``, ``suite_records.csv``,
+        ``failures.csv``, ``profiles_<measure>_<eps>.png``, ``report.html`` (when the report
+        package has its page writer), ``problems/<name>/compare.json`` (compare's record of
+        each problem, per-seed runs included) and the reference cache.
+    quick : bool, default=False
+        The collection's quick settings and sizes (one seed, shorter sweeps, smaller shaped
+        problems, :attr:`Collection.quick_skips` left out).
+    problems : sequence of str, optional
+        Race only these problems of the collection (the record says which); default all.
+    threads : int, default=1
+        Numba and BLAS threads of every solver.
+    progress : bool, default=True
+        Progress bars on stderr.
+    command_line : str, optional
+        The command that regenerates the run (kept in the record).
+    report : bool, default=True
+        Draw the profiles and write ``report.html``.
+
+    Returns
+    -------
+    SuiteResult
+
+    Raises
+    ------
+    ValueError
+        An unknown collection or problem name, an ``out`` that cannot be written.
+    """
+    from ksvd_bench.race.compare import run_compare
+    from ksvd_bench.race.suite.collection import get_collection
+    from ksvd_bench.report import check_out_dir, machine_info, write_json
+
+    coll = get_collection(collection)
+    specs = coll.problems_for(quick)
+    if problems is not None:
+        known = [p.name for p in coll.problems]
+        for name in problems:
+            if name not in known:
+                raise ValueError(f"problems must be drawn from collection {coll.name!r}'s "
+                                 f"{known}, got {name!r}")
+        specs = tuple(p for p in specs if p.name in set(problems))
+    out = Path(check_out_dir(out, "out"))
+    settings = dict(coll.quick_settings if quick else coll.settings)
+    methods = tuple(settings.pop("methods"))
+    record = coll.record(quick)
+    record_head = {k: record[k] for k in ("name", "version", "quick")}
+    if problems is not None:
+        record["only"] = list(problems)
+    t_start = time.perf_counter()
+    load = {"before": _load()}
+    rows, records, infos, seconds, metas = [], [], [], {}, {}
+    for spec in specs:
+        t0 = time.perf_counter()
+        problem = spec.build(quick, settings["random_state"])
+        raced = tuple(m for m in (spec.methods or methods) if m in methods)
+        result = run_compare([problem], methods=raced, threads=threads,
+                             cache_dir=out / "reference_cache", progress=progress,
+                             command_line=command_line, **settings)
+        for row in result.rows:
+            row.update(collection=coll.name, collection_version=coll.version)
+        # compare's record of the problem, per-seed runs included; the one page is the
+        # suite's (a page per problem would draw every figure twice)
+        write_json(out / "problems" / spec.name / "compare.json",
+                   {"meta": {**result.meta, "collection": record_head}, "rows": result.rows,
+                    "runs": result.runs})
+        rows += result.rows
+        skipped = [m for m in methods if m not in raced]
+        records += records_from_rows(result.rows, record, skipped=skipped,
+                                     skip_reason=spec.skip_reason)
+        infos.append({**_problem_info(problem, result), "description": spec.description,
+                      "methods_skipped": skipped})
+        metas[spec.name] = {k: result.meta.get(k) for k in ("max_effort", "threads",
+                                                            "blas_threads", "seeds")}
+        seconds[spec.name] = time.perf_counter() - t0
+        del problem, result
+    load["after"] = _load()
+    record["problems"] = infos
+    meta = {
+        "command": "suite", "command_line": command_line, "settings": {**settings,
+                                                                       "methods": methods},
+        "threads": threads, "machine": machine_info(), "load_average": load,
+        "wall_seconds": time.perf_counter() - t_start, "wall_seconds_per_problem": seconds,
+        "compare": metas, "record_shape": "see ksvd_bench.race.suite (module docstring)",
+        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"),
+    }
+    result = SuiteResult(collection=record, records=records, rows=rows,
+                         failures=failures_table(records), meta=meta)
+    result.paths = write_suite_files(result, out, report=report)
+    return result
+
+
+def write_suite_files(result, out, *, report=True):
+    """``suite.json``, the records and failures as CSV, the profile figures and the page."""
+    from ksvd_bench.report import write_csv, write_json
+
+    out = Path(out)
+    paths = {"json": write_json(out / SUITE_FILE, result.to_json()),
+             "records_csv": write_csv(out / "suite_records.csv", result.records),
+             "failures_csv": write_csv(out / "failures.csv", result.failures)}
+    if report:
+        paths.update(_draw(result, out))
+    return {k: str(v) for k, v in paths.items() if v is not None}
+
+
+def write_record(result, path):
+    """Keep a suite run as a record for the repository: its collection, records, failures,
+    meta (machine, load, the regenerating command) and rows without their sweeps. Written
+    atomically; returns the path."""
+    from ksvd_bench.report import write_json
+
+    recorded = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    payload = {**result.to_json(), "recorded_at": recorded,
+               "rows": [{k: v for k, v in r.items() if k != "history"} for r in result.rows]}
+    return write_json(path, payload)
+
+
+def _slug(text):
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in str(text)).strip("_")
+
+
+def _draw(result, out):
+    """The profile figures (one PNG per measure and eps) and ``report.html`` where the report
+    package provides its page writer."""
+    from ksvd_bench.report import profile_tables, save_figure
+    from ksvd_bench.report.figures import profiles_figure
+
+    paths = {}
+    tables = profile_tables(result.records)
+    coll = result.collection
+    for (measure, eps), table in tables.items():
+        fig = profiles_figure(table, title=f"{coll['name']} v{coll['version']}"
+                                           f"{' (quick)' if coll['quick'] else ''}: {measure}, "
+                                           f"eps = {eps:g}, {len(table['problems'])} problems")
+        paths[f"profile {measure} {eps:g}"] = save_figure(
+            fig, out / f"profiles_{_slug(measure)}_{eps:g}.png")
+    try:
+        from ksvd_bench.report import html
+    except ImportError:  # the page writer is not there yet: the figures and JSON are
+        return paths
+    paths["report"] = html.write_report(out, rows=result.rows, meta=result.meta,
+                                        records=result.records,
+                                        title=f"ksvd-bench suite: {coll['name']} "
+                                              f"v{coll['version']}",
+                                        headline_extra=(
+                                            f"collection {coll['name']} version "
+                                            f"{coll['version']}"
+                                            f"{' (quick)' if coll['quick'] else ''}: "
+                                            f"{len(coll['problems'])} problems",))
+    return paths

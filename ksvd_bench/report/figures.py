@@ -1,0 +1,274 @@
+"""Figures: PNG files, inline PNG for the page, time-to-accuracy curves and profile plots.
+
+Every figure is drawn with matplotlib's object API on a fresh ``Figure`` (no pyplot state
+shared with the caller), and closed after it is written.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+import zlib
+from pathlib import Path
+
+from ksvd_bench.report.files import atomic_path
+from ksvd_bench.report.status import base_solver
+
+__all__ = ["save_figure", "figure_data_uri", "solver_colors",
+           "time_to_accuracy_figure", "profiles_figure"]
+
+
+def save_figure(fig, path, *, dpi=110):
+    """Save a matplotlib figure as PNG at ``path``, atomically, and close it; returns the path."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi, format="png")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def figure_data_uri(fig, *, dpi=100):
+    """The figure as an inline ``data:image/png;base64,...`` URI (for a self-contained page);
+    closes the figure.
+
+    PNG rather than SVG: matplotlib's SVG names its XML namespaces by ``http://`` URLs, and a
+    page that must open offline should not even mention the network. For the same reason the
+    base64 text never holds the letters ``http`` (about one page in thirty would by chance):
+    a padding text chunk shifts the encoding until it does not.
+    """
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, dpi=dpi, format="png", metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    png = buf.getvalue()
+    for pad in range(64):
+        text = base64.b64encode(_png_padded(png, pad) if pad else png).decode("ascii")
+        if "http" not in text.lower():
+            return "data:image/png;base64," + text
+    raise RuntimeError("could not encode the figure without the letters 'http'")
+
+
+def _png_padded(png, n):
+    """``png`` with a ``tEXt`` chunk of ``n`` padding bytes after its header chunk."""
+    data = b"pad\x00" + b"." * n
+    chunk = (struct.pack(">I", len(data)) + b"tEXt" + data
+             + struct.pack(">I", zlib.crc32(b"tEXt" + data)))
+    end_of_ihdr = 8 + 8 + 13 + 4   # signature, IHDR length+type, IHDR data, CRC
+    return png[:end_of_ihdr] + chunk + png[end_of_ihdr:]
+
+
+# ---------------------------------------------------------------------------------- the page
+
+#: smallest error drawn on a log axis (an exact answer has error 0 or round-off)
+_ERROR_FLOOR = 1e-16
+#: errors more than this factor below the smallest eps are drawn at that level: the axis
+#: spends its height near the tolerances, not on round-off
+_BELOW_EPS = 1e-5
+
+
+#: room for the legend at the right of a figure, inches
+_LEGEND_WIDTH = 2.4
+
+
+def _new_figure(width, height, n_panels, *, title=False):
+    """A figure of ``n_panels`` panels in a row sharing y, with fixed margins (in inches) and
+    room for the legend at the right. Fixed margins, not a layout engine: the figures of a
+    page are alike, and constrained layout costs more than the drawing itself."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width + _LEGEND_WIDTH, height))
+    w, h = width + _LEGEND_WIDTH, height
+    fig.subplots_adjust(left=0.85 / w, right=1 - (_LEGEND_WIDTH + 0.1) / w, bottom=0.6 / h,
+                        top=1 - (0.6 if title else 0.35) / h, wspace=0.08)
+    return fig, fig.subplots(1, n_panels, sharey=True, squeeze=False)[0]
+
+
+#: qualitative colours, distinct in pairs (tab10, then four more); solvers beyond these reuse
+#: them in sorted order
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+            "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#b8860b", "#4b0082", "#00a087")
+
+
+def solver_colors(names):
+    """A fixed colour per solver name (the same solver has the same colour in every figure)."""
+    names = sorted(dict.fromkeys(str(n) for n in names))
+    return {n: _PALETTE[i % len(_PALETTE)] for i, n in enumerate(names)}
+
+
+def _legend(fig, axes):
+    """One legend for the figure, from every panel's labels (each solver once)."""
+    seen = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, h)
+    if seen:
+        w, h = fig.get_size_inches()
+        top = max(ax.get_position().y1 for ax in axes)
+        fig.legend(list(seen.values()), list(seen), loc="upper left", fontsize=8,
+                   frameon=False, bbox_to_anchor=(1 - _LEGEND_WIDTH / w, top))
+    return bool(seen)
+
+
+def _log_axis(axis):
+    """Major ticks only on a log axis (minor labels such as 3x10^0 overlap on short ranges)."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, numticks=12))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _sweep_points(rows, x_key, floor=_ERROR_FLOOR):
+    """(x, median value, min value, max value) per effort over seeds, sorted by effort."""
+    import numpy as np
+
+    seen = {}
+    for row in rows:
+        for p in row.get("history") or []:
+            key = (p.get("seed"), p.get("effort"))
+            if key not in seen:
+                seen[key] = p
+    by_effort = {}
+    for p in seen.values():
+        x, v = p.get(x_key), p.get("value")
+        if x is None or v is None or not np.isfinite(x) or not np.isfinite(v):
+            continue
+        by_effort.setdefault(p.get("effort"), []).append((float(x), max(float(v), floor)))
+    out = []
+    for effort in sorted(by_effort, key=lambda e: (e is None, e)):
+        xs, vs = np.array(by_effort[effort]).T
+        out.append((float(np.median(xs)), float(np.median(vs)), float(vs.min()),
+                    float(vs.max())))
+    return np.array(out) if out else np.empty((0, 4))
+
+
+def time_to_accuracy_figure(rows, *, title=None, colors=None):
+    """The error each solver reached against seconds and against passes over G.
+
+    ``rows`` are one problem's rows under one measure (any tolerances). Each solver's curve
+    follows its effort sweep (``row["history"]``): the median over seeds as a line, the
+    spread over seeds (min to max) as a band; a row without a history is drawn as one point
+    at its found effort. Each tolerance is a dashed line. Rows with a stopping-rule tag
+    (``[stop=residual]``) run the same sweep as their solver and are drawn with it.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import numpy as np
+
+    rows = list(rows)
+    by_solver = {}
+    for row in rows:
+        by_solver.setdefault(base_solver(row.get("method", "?")), []).append(row)
+    colors = colors or solver_colors(by_solver)
+    fig, axes = _new_figure(9.4, 4.0, 2, title=bool(title))
+    tolerances = sorted({float(r["eps"]) for r in rows if r.get("eps") is not None})
+    floor = max(tolerances[0] * _BELOW_EPS, _ERROR_FLOOR) if tolerances else _ERROR_FLOOR
+    panels = (("seconds", "seconds", "time to solve (s)"),
+              ("passes", "n_passes", "passes over G"))
+    for ax, (hist_key, row_key, xlabel) in zip(axes, panels, strict=True):
+        for solver, srows in by_solver.items():
+            color = colors.get(solver)
+            pts = _sweep_points(srows, hist_key, floor)
+            if len(pts):
+                ax.plot(pts[:, 0], pts[:, 1], "-o", ms=3, lw=1.5, color=color, label=solver)
+                if len(pts) > 1:
+                    ax.fill_between(pts[:, 0], pts[:, 2], pts[:, 3], color=color, alpha=0.18,
+                                    lw=0)
+                continue
+            xy = [(r.get(row_key), r.get("value")) for r in srows]
+            xy = [(float(x), max(float(v), floor)) for x, v in xy
+                  if x is not None and v is not None and np.isfinite(x) and np.isfinite(v)
+                  and float(x) > 0]
+            if xy:
+                xs, vs = np.array(xy).T
+                ax.plot(xs, vs, "o", ms=5, color=color, label=solver, alpha=0.85)
+        for eps in tolerances:
+            ax.axhline(eps, color="0.25", ls="--", lw=1)
+            ax.annotate(f"eps {eps:g}", xy=(1, eps), xycoords=("axes fraction", "data"),
+                        xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
+                        color="0.25")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _log_axis(ax.xaxis)
+        _log_axis(ax.yaxis)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel(f"error reached (measure; below {floor:.0e} drawn at {floor:.0e})",
+                       fontsize=9)
+    if not _legend(fig, axes):
+        for ax in axes:
+            ax.text(0.5, 0.5, "no timed answer to draw", ha="center", va="center",
+                    transform=ax.transAxes, color="0.4")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def profiles_figure(table, *, title=None, colors=None, tau_max=100.0):
+    """Performance profile (time) and data profiles (passes, entries read) side by side.
+
+    Parameters
+    ----------
+    table : dict
+        One entry of :func:`ksvd_bench.report.profiles.profile_tables`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import numpy as np
+
+    from ksvd_bench.report.profiles import data_profile, performance_profile
+
+    solvers = table["solvers"]
+    colors = colors or solver_colors(base_solver(s) for s in solvers)
+    n = len(table["problems"])
+    panels = [("perf", "seconds", None, "performance ratio tau (time / fastest time)",
+               "Performance profile (time)")]
+    panels.append(("data", "passes", None, "budget: passes over G", "Data profile (passes)"))
+    if any(np.isfinite(v).any() for v in table["entries"].values()):
+        scaled = table.get("entries_scale") is not None
+        panels.append(("data", "entries", table.get("entries_scale"),
+                       "budget: entries read / (N M)" if scaled else "budget: entries read",
+                       "Data profile (entries read)"))
+    fig, axes = _new_figure(3.6 * len(panels) + 0.4, 3.8, len(panels), title=bool(title))
+    for ax, (kind, field, scale, xlabel, name) in zip(axes, panels, strict=True):
+        if kind == "perf":
+            x, frac = performance_profile(table[field], tau_max=tau_max)
+        else:
+            x, frac = data_profile(table[field], scale=scale)
+        for s in solvers:
+            # a step that holds its value up to the right edge (Dolan & More draw it so)
+            xs = np.append(x, x[-1] * (1 if kind == "perf" else 1.5))
+            ys = np.append(frac[s], frac[s][-1])
+            # a solver under a stopping rule ("rsvd [stop=residual]") is its solver's colour,
+            # dashed: 23 entries stay 12 colours and one legend line for the rule
+            tagged = base_solver(s) != s
+            ax.step(xs, ys, where="post", color=colors.get(s, colors.get(base_solver(s))),
+                    lw=1.2 if tagged else 1.7, ls="--" if tagged else "-",
+                    label=None if tagged else s)
+        ax.set_xscale("log")
+        _log_axis(ax.xaxis)
+        if kind == "perf":
+            ax.set_xlim(1, tau_max)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel(xlabel, fontsize=9)
+        ax.set_title(name, fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel(f"fraction of the {n} problems solved")
+    if any(base_solver(s) != s for s in solvers):
+        axes[0].plot([], [], color="0.3", ls="--", lw=1.2, label="dashed: the same solver,\n"
+                     "stopped by the residual\nestimate ([stop=residual])")
+    _legend(fig, axes)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig

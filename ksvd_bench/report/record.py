@@ -1,0 +1,44 @@
+"""The record of a run: machine, library versions, BLAS and thread settings."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+import numpy as np
+
+__all__ = ["machine_info"]
+
+
+def machine_info():
+    """Machine, library versions, BLAS and thread settings, for the record of a run."""
+    import numba
+    import scipy
+    import sklearn
+    from threadpoolctl import threadpool_info
+
+    try:
+        import importlib.util
+
+        svml = importlib.util.find_spec("intel_cmplr_lib_rt") is not None
+    except (ImportError, ValueError):
+        svml = False
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "numba": numba.__version__,
+        "scikit-learn": sklearn.__version__,
+        "numba_threads": numba.get_num_threads(),
+        "numba_svml": bool(getattr(numba.config, "USING_SVML", False)),
+        "intel_cmplr_lib_rt_installed": svml,
+        "blas": [
+            {k: p.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
+            for p in threadpool_info()
+            if p.get("user_api") == "blas"
+        ],
+    }

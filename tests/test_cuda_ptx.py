@@ -1,0 +1,104 @@
+"""Every CUDA kernel variant compiled for a GPU (sm_90: H100, H200) without a GPU.
+
+The simulator tests run the kernels in the simulator's layout; these compile the GPU
+layout's kernels, every one the backend can launch (each storage dtype, each operand width
+``cy``), with Numba's CUDA compiler (NVVM and NVRTC, no GPU) and assemble them with
+``ptxas -v`` (or nvJitLink): every variant must lower to PTX, state its register count, and
+spill nothing to local memory. Where the compiler libraries or an assembler are missing the
+tests skip, saying which. The table is printed (``pytest -s`` or ``-rP`` shows it) and also
+comes from ``python benchmarks/scripts/bench_gpu.py --ptx``.
+
+Slow: Numba's front end takes about 5 to 10 s of CPU per variant (its IR-level inlining of
+the device functions), 34 variants, about 5 minutes of CPU measured on a loaded 2-core
+machine; one child process compiles them all once for the module.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba_cuda", reason="numba-cuda (the test extra) is not installed")
+pytestmark = pytest.mark.slow
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARCH = "sm_90"
+#: a thread's registers on sm_90 (ptxas spills beyond this)
+MAX_REGISTERS = 255
+
+_CHILD = f"""
+import json
+from ksvd_bench.kernels.backends import CudaUnavailableError, cuda_kernel_resources
+from ksvd_bench.kernels.backends._cuda_ptx import kernel_ptx
+try:
+    rows = cuda_kernel_resources({ARCH!r})
+except CudaUnavailableError as exc:
+    if 'assembling PTX' not in str(exc):
+        print('UNAVAILABLE', exc)
+        raise SystemExit
+    rows = kernel_ptx({ARCH!r})  # lowered to PTX; no assembler to count registers
+    print('NOASSEMBLER', exc)
+for row in rows:
+    row['entries'] = row.pop('ptx').count('.entry ')
+print('ROWS', json.dumps(rows))
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    proc = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=1500, check=False)
+    out = proc.stdout
+    unavailable = [line for line in out.splitlines() if line.startswith("UNAVAILABLE")]
+    if unavailable:
+        pytest.skip(f"cannot compile CUDA kernels here: {unavailable[0][12:]}")
+    rows = [line for line in out.splitlines() if line.startswith("ROWS ")]
+    assert proc.returncode == 0 and rows, out + proc.stderr
+    noasm = [line[12:] for line in out.splitlines() if line.startswith("NOASSEMBLER")]
+    return json.loads(rows[0][5:]), (noasm[0] if noasm else None)
+
+
+def _expected_variants():
+    """``{(name, dtype, cy)}`` the backend can launch: row/col passes for every cy up to
+    the dtype's CY_MAX, the others once; ``sum_parts`` with float32 or float64 partials."""
+    from ksvd_bench.kernels.backends._cuda_kernels import CY_KERNELS, GPU_LAYOUT
+
+    names = ("row_pass", "col_pass", "sum_parts", "sum_parts_f8", "row_stats",
+             "center_stats", "fill")
+    out = set()
+    for dtype in ("float32", "float64"):
+        cy_max = GPU_LAYOUT.configs[(np.dtype(dtype), "row")][3]
+        for name in names:
+            for cy in range(1, (cy_max if name in CY_KERNELS else 1) + 1):
+                out.add((name, dtype, cy))
+    return out
+
+
+def test_every_variant_lowers_to_ptx(compiled):
+    rows, _ = compiled
+    got = {(r["name"], r["dtype"], r["cy"]) for r in rows}
+    assert len(got) == len(rows)
+    assert got == _expected_variants()
+    assert len(got) == 34
+    assert all(r["entries"] == 1 for r in rows)  # one kernel entry in each PTX
+
+
+def test_registers_and_no_spills(compiled):
+    rows, noasm = compiled
+    if noasm:
+        pytest.skip(f"lowered to PTX, but cannot count registers here: {noasm}")
+    print(f"\n{'kernel':13s} {'dtype':7s} {'cy':>2s} {'regs':>4s} {'spill st/ld':>11s} "
+          f"{'stack':>5s} {'smem':>6s}  ({ARCH}, {rows[0]['assembler']})")
+    for r in rows:
+        print(f"{r['name']:13s} {r['dtype']:7s} {r['cy']:2d} {r['registers']!s:>4s} "
+              f"{r['spill_stores']!s:>5s}/{r['spill_loads']!s:<5s} {r['stack_bytes']!s:>5s} "
+              f"{r['shared_bytes']!s:>6s}")
+    for r in rows:
+        what = f"{r['name']} {r['dtype']} cy={r['cy']}"
+        assert r["registers"] is not None and 0 < r["registers"] <= MAX_REGISTERS, what
+        assert r["spill_stores"] == 0 and r["spill_loads"] == 0, what
+        assert r["shared_bytes"] <= 48 * 1024, what  # static shared memory per block
