@@ -45,28 +45,6 @@ block: ``sigma_1(P A Q) <= sigma_1(A)`` for orthogonal projectors ``P``, ``Q``.
   unbiased estimate of ``||G - U S V^T||_F^2`` (``N / n_r`` times the sampled rows' share,
   ``M / n_c`` the columns'; their mean is reported, with its standard error).
 
-*The subspace and the values* (:func:`subspace_bounds`). Wedin's sin-theta theorem: with
-residuals ``R_1 = G V - U S``, ``R_2 = G^T U - V S`` and ``delta = s_r - tau > 0``, ``tau`` an
-upper bound on ``sigma_{r+1}(G)``, the angles between ``span(U)``, ``span(V)`` and ``G``'s
-top-r singular subspaces obey ``sin theta <= max(||R_1||_2, ||R_2||_2) / delta``; Weyl bounds
-the value error. Two sources of the upper bounds:
-
-* a Rayleigh-Ritz answer on an orthonormal basis ``Q`` (``U S V^T = Q Q^T A``, values ``s``
-  of ``Q^T A``: :func:`rsvd`, :func:`block_krylov`, ``sym_nystrom``) with ``||G||_F`` known
-  (:func:`projection_residual`): ``eps = ||(I - Q Q^T) A||_2 <= sqrt(||G||_F^2 - sum
-  s_j^2)`` (all of ``Q^T A``'s values, plus a rounding slack), ``R_2 = 0``, ``||R_1|| <=
-  eps``, ``sigma_{r+1}(G)^2 <= s_{r+1}(Q^T A)^2 + eps^2`` (Weyl on ``A^T A``) and ``0 <= sigma_i(G) - s_i <=
-  sqrt(s_r^2 + eps^2) - s_r``. Deterministic: no failure probability, no pass;
-* any answer, from the sampled estimate ``E`` of ``||G - U S V^T||_F`` (plus three standard
-  errors): ``||R_1||, ||R_2||, sigma_{r+1}(G), |s_i - sigma_i(G)| <= ||G - U S V^T||_2 <= E``.
-  An estimate, not a bound: a residual that no sampled row or column touches is missed
-  with the probability of :func:`catch_probability`.
-
-Frobenius norms bound spectral ones from above, so the certificate is conservative where
-the tail is long and flat; and a spectrum whose gap ``s_r / sigma_{r+1}`` is small cannot be
-certified at all (``delta`` small): the answer is then unreliable with a warning that says
-so, even where it happens to be right.
-
 Every quantity that cannot be computed (a non-finite residual, an empty sample) makes the
 answer unreliable: a check that cannot run never vouches for it.
 
@@ -96,10 +74,6 @@ __all__ = [
     "sampled_certificate",
     "power_miss_probability",
     "catch_probability",
-    "projection_residual",
-    "subspace_bounds",
-    "sampled_subspace",
-    "ritz_certificate",
     "judge",
 ]
 
@@ -110,9 +84,6 @@ MISS_SLACK = 0.1
 #: Default budget of :func:`sampled_certificate`: this fraction of the entries the solve's
 #: own sample read.
 DEFAULT_BUDGET = 0.1
-
-#: Largest certified ``sin theta`` and value error (relative to ``s_1``) of a reliable answer.
-SUBSPACE_TOL = 0.1
 
 
 def _orth(X):
@@ -222,12 +193,6 @@ def sampled_certificate(src, U, s, V, budget, rng):
     var_c = M**2 * col_res.var(ddof=1) / n_c * (1 - n_c / M) if n_c > 1 else np.inf
     fro2 = (est_r + est_c) / 2
     se2 = (var_r + var_c) / 4
-    # Wedin's inputs: rows of G V - U S, columns of G^T U - V S (Frobenius estimates plus
-    # three standard errors), and ||G (I - V V^T)||_2, ||(I - U U^T) G||_2 (each >=
-    # sigma_{r+1}(G)) estimated from the rescaled sample, biased upward by convexity.
-    res_1 = _upper_mean(np.sum((R @ V - U[I_s] * s) ** 2, axis=1), N)
-    res_2 = _upper_mean(np.sum((C.T @ U - V[J_s] * s) ** 2, axis=1), M)
-    outside = max(np.sqrt(N / n_r) * _top_sv(right), np.sqrt(M / n_c) * _top_sv(left))
     return {
         "kind": "sampled",
         "rows": int(n_r),
@@ -237,21 +202,10 @@ def sampled_certificate(src, U, s, V, budget, rng):
         "deflated": float(deflated),
         "fro_error": float(np.sqrt(max(fro2, 0.0))) if np.isfinite(fro2) else np.nan,
         "fro_error_se": float(np.sqrt(se2) / (2 * np.sqrt(fro2))) if fro2 > 0 else np.nan,
-        "residual": float(np.sqrt(max(res_1, res_2))),
-        "outside": float(outside),
         "catch_1pct": float(max(catch_probability(0.01, n_r, N),
                                 catch_probability(0.01, n_c, M))),
         "seconds": time.perf_counter() - t0,
     }
-
-
-def _upper_mean(x, total):
-    """``total * mean(x)`` (the sum over all ``total`` items) plus three standard errors."""
-    n = x.size
-    if n < 2 or not np.all(np.isfinite(x)):
-        return np.nan
-    se = total * np.sqrt(x.var(ddof=1) / n * (1 - n / total))
-    return float(total * x.mean() + 3 * se)
 
 
 def power_miss_probability(ratio, n_passes, dim, width=N_EXTRA):
@@ -277,62 +231,6 @@ def catch_probability(weight, n, total):
     return float(1.0 - np.exp(np.sum(np.log1p(-size / (total - i)))))
 
 
-def projection_residual(fro2, s_all, shape, dtype):
-    """Upper bound on ``||(I - Q Q^T) A||_F`` for a Rayleigh-Ritz answer on an orthonormal
-    ``Q`` whose ``Q^T A`` has singular values ``s_all``: ``sqrt(||G||_F^2 - sum s_all^2)``
-    plus a rounding slack (so cancellation can only enlarge it). NaN when ``fro2`` is
-    unknown (None or not finite): unknown, never 0."""
-    if fro2 is None or not np.isfinite(fro2) or fro2 < 0:
-        return np.nan
-    s_all = np.asarray(s_all, dtype=np.float64)
-    if not np.all(np.isfinite(s_all)):
-        return np.nan
-    gap = float(fro2) - float(np.sum(s_all**2))
-    slack = 10 * np.sqrt(max(shape)) * np.finfo(dtype).eps * float(fro2)
-    return float(np.sqrt(max(gap, 0.0) + slack))
-
-
-def subspace_bounds(s, residual, outside, value_error, how):
-    """Wedin's sin-theta bound and the value-error bound (see the module docstring).
-
-    ``residual`` bounds ``max(||G V - U S||, ||G^T U - V S||)``, ``outside`` bounds
-    ``sigma_{r+1}(G)``, ``value_error`` bounds ``max_i |s_i - sigma_i(G)|``. Returns a dict
-    with those, ``gap`` (``s_r - outside``), ``sin_theta`` (inf where the gap is not
-    positive, NaN where an input is) and ``how``."""
-    s = np.asarray(s, dtype=np.float64)
-    s_r = float(s[-1]) if s.size else 0.0
-    gap = s_r - outside
-    if not (np.isfinite(residual) and np.isfinite(outside)):
-        sin = np.nan
-    elif gap > 0:
-        sin = float(residual / gap)
-    else:
-        sin = np.inf
-    return {"how": how, "residual": float(residual), "outside": float(outside),
-            "gap": float(gap), "sin_theta": sin, "value_error": float(value_error)}
-
-
-def sampled_subspace(s, sampled, orthonormal=True):
-    """:func:`subspace_bounds` from :func:`sampled_certificate`'s estimates (NaN when the
-    sample could not estimate them: unreliable).
-
-    ``E`` (the estimate of ``||G - U S V^T||_F`` plus three standard errors) bounds
-    everything. With orthonormal ``U``, ``V`` the sampled rows of ``G V - U S`` and columns
-    of ``G^T U - V S`` estimate the residuals, the rescaled deflated samples
-    ``sigma_{r+1}(G)``, and Kahan's theorem on ``[[0, G], [G^T, 0]]`` bounds the value
-    error by ``sqrt(2)`` times the residual once the gap is certified."""
-    se = sampled["fro_error_se"] if np.isfinite(sampled["fro_error_se"]) else 0.0
-    E = sampled["fro_error"] + 3 * se
-    if sampled["rows"] < 2 or sampled["cols"] < 2:
-        E = np.nan
-    if not orthonormal:
-        return subspace_bounds(s, E, E, E, "the sampled estimate of ||G - U S V^T||_F")
-    res = min(E, sampled["residual"])
-    return subspace_bounds(s, res, min(E, sampled["outside"]), min(E, np.sqrt(2) * res),
-                           f"sampled residuals of {sampled['rows']} rows and "
-                           f"{sampled['cols']} columns")
-
-
 def _threshold(s, shape, dtype):
     """``(1 + MISS_SLACK) s_r`` plus the rounding a residual can carry."""
     s = np.asarray(s, dtype=np.float64)
@@ -340,14 +238,12 @@ def _threshold(s, shape, dtype):
     return (1 + MISS_SLACK) * float(s[-1]) + max(shape) * np.finfo(dtype).eps * top
 
 
-def judge(method, s, shape, dtype, *, lower=None, deflated=(), subspace=None, advice=""):
+def judge(method, s, shape, dtype, *, lower=None, deflated=(), advice=""):
     """``reliable`` from every bound at hand, with one ``RuntimeWarning`` saying why not.
 
     ``lower``: lower bounds on ``sigma_i(G)`` (inflation above ``CHECK_FACTOR`` times them,
     or values ``MISS_SLACK`` below them, are flagged). ``deflated``: ``(value, how)`` pairs,
-    lower bounds on the deflated norm (see the module docstring). ``subspace``: a dict of
-    :func:`subspace_bounds`; a certified ``sin theta`` or value error above ``SUBSPACE_TOL``
-    (times ``s_1``), or one that cannot be certified, is unreliable. NaN anywhere is a check
+    lower bounds on the deflated norm (see the module docstring). NaN anywhere is a check
     that could not run: unreliable.
     """
     s = np.asarray(s, dtype=np.float64)
@@ -379,21 +275,6 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), subspace=None, ad
                 f"the norm of G outside the answer's span ({how}) {what}: a top direction "
                 "is missing"
             )
-    if subspace is not None and s.size:
-        sin, how = subspace["sin_theta"], subspace["how"]
-        if not sin <= SUBSPACE_TOL:
-            why = ("could not be computed" if np.isnan(sin) else
-                   f"the gap s_{s.size} - sigma_{s.size + 1}(G) >= {s[-1]:.3g} - "
-                   f"{subspace['outside']:.3g} is not positive: the spectrum is too flat "
-                   f"at r = {s.size} to certify the subspace" if not np.isfinite(sin) else
-                   f"Wedin's bound {subspace['residual']:.3g} / {subspace['gap']:.3g} = "
-                   f"{sin:.3g} exceeds {SUBSPACE_TOL} (the spectrum is too flat at r = "
-                   f"{s.size}, or the residual too large, to certify the subspace)")
-            reasons.append(f"the subspace's sin theta ({how}): {why}")
-        err = subspace["value_error"]
-        if not err <= SUBSPACE_TOL * float(s.max()):
-            reasons.append(f"the value error bound ({how}) {err:.3g} is not within "
-                           f"{SUBSPACE_TOL} s_1 = {SUBSPACE_TOL * float(s.max()):.3g}")
     if reasons:
         warnings.warn(
             f"{method}: " + "; ".join(reasons) + ": the answer cannot be trusted "
@@ -402,42 +283,3 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), subspace=None, ad
             stacklevel=4,
         )
     return not reasons
-
-
-def _orthonormal(U):
-    U = np.asarray(U, dtype=np.float64)
-    return bool(np.all(np.isfinite(U))
-                and np.linalg.norm(U.T @ U - np.eye(U.shape[1]), 2) <= 1e-4)
-
-
-def ritz_certificate(method, src, U, s, V, s_all, fro2, rng, dtype, advice=""):
-    """``reliable, info["certificate"]`` of a Rayleigh-Ritz answer (:func:`rsvd`,
-    :func:`block_krylov`, ``sym_nystrom``): ``U S V^T = Q Q^T A`` for an orthonormal ``Q``
-    whose ``Q^T A`` has the values ``s_all`` (``s`` its top ``r``).
-
-    With ``fro2 = ||G||_F^2`` known, :func:`projection_residual` gives a deterministic
-    certificate at no cost. Otherwise :func:`sampled_certificate` reads ``DEFAULT_BUDGET``
-    of one pass (random rows and columns, counted by the counting source) and the estimate
-    stands in (see the module docstring for its failure probability). Either way the
-    answer is judged by :func:`judge` (values, missed directions, subspace)."""
-    N, M = src.shape
-    s = np.asarray(s, dtype=np.float64)
-    s_all = np.asarray(s_all, dtype=np.float64)
-    r = s.size
-    eps = projection_residual(fro2, s_all, (N, M), dtype)
-    deflated, cert = [], {"sampled": None}
-    if np.isfinite(eps):
-        s_next = float(s_all[r]) if s_all.size > r else 0.0
-        s_r = float(s[-1]) if r else 0.0
-        # Weyl on A^T A = A^T Q Q^T A + A^T (I - Q Q^T) A: sigma_{r+1}^2 <= s_{r+1}^2 + eps^2
-        sub = subspace_bounds(s, eps, np.hypot(s_next, eps), np.hypot(s_r, eps) - s_r,
-                              "from ||G||_F and the projection's values, no pass")
-    else:
-        sampled = sampled_certificate(src, U, s, V, int(DEFAULT_BUDGET * N * M), rng)
-        deflated.append((sampled["deflated"], f"{sampled['rows']} random rows and "
-                                              f"{sampled['cols']} random columns"))
-        sub = sampled_subspace(s, sampled, orthonormal=_orthonormal(U) and _orthonormal(V))
-        cert["sampled"] = sampled
-    cert["subspace"] = sub
-    reliable = judge(method, s, (N, M), dtype, deflated=deflated, subspace=sub, advice=advice)
-    return reliable, cert

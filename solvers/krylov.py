@@ -7,11 +7,10 @@ import time
 import numpy as np
 from scipy import linalg
 
-from ._certificate import ritz_certificate
 from ._estimate import krylov_leave_one_out_error
 from ._result import SVDResult
 from ._validation import check_args, check_int
-from .rsvd import _ADVICE, _finish_oriented, _orient, error_estimate_info
+from .rsvd import _finish_oriented, _orient, error_estimate_info
 
 __all__ = ["block_krylov"]
 
@@ -106,8 +105,7 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
         ``info["effort"]`` is ``n_iter`` (the depth: each step adds one block and two passes);
         ``info`` also has ``n_iter``, ``n_oversamples``, ``block_size``, ``basis_size``,
         ``transposed`` and, as for :func:`rsvd`, ``error_estimate`` (of
-        ``||G - U S V^T||_F``, absolute), ``error_estimate_kind`` and ``fro2``;
-        ``reliable`` and ``certificate`` (as for :func:`rsvd`).
+        ``||G - U S V^T||_F``, absolute), ``error_estimate_kind`` and ``fro2``.
 
     Notes
     -----
@@ -158,12 +156,6 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
     columns, thinned past ``LOO_FLOPS``, none past about a thousand columns), extended to
     the rank-``rank`` answer. A basis that fills ``R^M`` gives the exact truncation error.
 
-    *Certificate*: as for :func:`rsvd` (the answer is the Rayleigh-Ritz projection on
-    ``Z``, whose ``(q + 1) b`` values enter the Frobenius bound of ``||(I - Z Z^T) A||``):
-    Wedin's sin-theta bound and Weyl's value bound, each within 0.1 (``s_1``) for
-    ``reliable``; deterministic and free where ``||G||_F`` is known, else estimated from a
-    tenth of a pass of random rows and columns (counted).
-
     References
     ----------
     C. Musco, C. Musco, "Randomized block Krylov methods for stronger and faster approximate
@@ -204,16 +196,11 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
         loo = (lambda: krylov_leave_one_out_error(R, sketch["C0"], sketch["H"])) \
             if block_size >= 2 else None
     estimate = error_estimate_info(src, s, rank, dtype, loo=loo, exact=filled)
-    reliable, cert = ritz_certificate(
-        "block_krylov", src, *((V, s[:rank], U) if transposed else (U, s[:rank], V)), s,
-        estimate.get("fro2"), chk.rng, dtype, advice=_ADVICE.replace("n_iter or ", "n_iter, "))
     result: SVDResult = _finish_oriented(
         U,
         s[:rank],
         V,
         method="block_krylov",
-        reliable=reliable,
-        certificate=cert,
         effort=opts["n_iter"],
         tracker=src,
         t0=t0,

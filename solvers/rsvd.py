@@ -8,7 +8,6 @@ import time
 import numpy as np
 from scipy import linalg
 
-from ._certificate import ritz_certificate
 from ._estimate import GAP_RTOL, GAP_RTOL_FLOAT32, leave_one_out_error, sketch_error_estimate
 from ._result import SVDResult, finish
 from ._source import as_source
@@ -216,8 +215,7 @@ def rsvd(
         ``power_iteration_normalizer``, ``n_random`` (sketch width), ``transposed``, and
         where it could be made ``error_estimate`` (the estimate of ``||G - U S V^T||_F``,
         absolute) with ``error_estimate_kind`` (``"exact"``, ``"gap"`` or ``"loo"``), and
-        ``fro2`` (``||G||_F^2``) where the source knows it; ``reliable`` and
-        ``certificate`` (see Notes).
+        ``fro2`` (``||G||_F^2``) where the source knows it.
 
     Notes
     -----
@@ -240,26 +238,8 @@ def rsvd(
     U U^T G`` unless ``transposed`` (then it is ``G V V^T``, and the estimate bounds
     ``||G - U U^T G||_F`` from above).
 
-    *Certificate* (``info["reliable"]``, ``info["certificate"]``; see
-    :mod:`solvers._certificate`). The answer is the Rayleigh-Ritz projection ``Q Q^T A``, so
-    ``G^T U = V S`` exactly and ``eps = ||(I - Q Q^T) A||_2 <= sqrt(||G||_F^2 - sum_j
-    s_j(B)^2)`` (all ``n_random`` values of ``B``, plus a rounding slack). Wedin's theorem
-    then bounds the angle to ``G``'s top-r singular subspaces by ``eps / (s_r -
-    sqrt(s_{r+1}(B)^2 + eps^2))`` and Weyl the value error by ``sqrt(s_r^2 + eps^2) - s_r``; ``reliable`` is
-    False (with a ``RuntimeWarning`` saying why) where the first exceeds 0.1, where the gap
-    is not positive (a spectrum too flat at ``rank`` to certify the subspace, even if the
-    answer happens to be right), or the second exceeds ``0.1 s_1``. Where ``||G||_F`` is
-    known this is deterministic and free (no failure probability, no pass). Frobenius
-    bounds the spectral norm from above, so it is conservative on long flat tails. Where
-    ``||G||_F`` is unknown, random rows and columns (a tenth of a pass, counted in
-    ``n_passes``/``entries_read``) estimate ``||G - U S V^T||_F`` and test for missed
-    directions instead: an estimate that misses a residual no sampled row or column touches
-    with the probability :func:`solvers._certificate.catch_probability` states.
-
     References
     ----------
-    P.-A. Wedin, "Perturbation bounds in connection with singular value decomposition",
-    BIT 12, 1972.
     N. Halko, P.-G. Martinsson, J. A. Tropp, "Finding structure with randomness: probabilistic
     algorithms for constructing approximate matrix decompositions", SIAM Review 53(2), 2011.
 
@@ -304,16 +284,11 @@ def rsvd(
             rank_deficient="nan" if opts["power_iteration_normalizer"] == "none"
             and opts["n_iter"] > 0 else "drop") if size >= 2 else math.nan,
     )
-    reliable, cert = ritz_certificate(
-        "rsvd", src, *((V, s[:rank], U) if transposed else (U, s[:rank], V)), s,
-        estimate.get("fro2"), chk.rng, dtype, advice=_ADVICE)
     result: SVDResult = _finish_oriented(
         U,
         s[:rank],
         V,
         method="rsvd",
-        reliable=reliable,
-        certificate=cert,
         effort=opts["n_oversamples"],
         tracker=src,
         t0=t0,
@@ -325,10 +300,6 @@ def rsvd(
         **estimate,
     )
     return result
-
-
-_ADVICE = ("raise n_iter or n_oversamples, or choose a rank where the spectrum has a gap "
-           "(s_r well above s_{r+1})")
 
 
 def _validate(opts, rank, shape):

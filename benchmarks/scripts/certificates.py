@@ -121,7 +121,7 @@ def relative_lowrank(G, U, fro):
     return float(np.linalg.norm(G - U @ (U.T @ G)) / fro)
 
 
-def sweep_answers(fams, seeds, rows, methods=None):
+def sweep_answers(fams, seeds, rows):
     svds = {}
     for name, (build, r) in fams.items():
         t0 = time.perf_counter()
@@ -132,8 +132,6 @@ def sweep_answers(fams, seeds, rows, methods=None):
                 svds[id(G)] = np.linalg.svd(G, full_matrices=False)
             U, s, Vt = svds[id(G)]
             for method, opts, label in settings(r):
-                if methods and method not in methods:
-                    continue
                 source = G
                 if opts.get("sampling") == "rpcholesky":
                     if lazy is None or not hasattr(lazy, "joint_psd"):
@@ -271,9 +269,6 @@ def main(argv=None):
                     help="instead of the sweep: the sampled certificate at N = M = SCALE")
     ap.add_argument("--budget", type=float, default=None,
                     help="certificate_budget for --scale (default 0.1)")
-    ap.add_argument("--methods", nargs="*", default=None,
-                    help="only these methods (and no stop='estimate' runs); default all")
-    ap.add_argument("--tag", default="", help="suffix of the output files")
     args = ap.parse_args(argv)
     if args.scale:
         at_scale(args.scale, args.budget)
@@ -282,21 +277,20 @@ def main(argv=None):
     t0 = time.perf_counter()
     fams = families(n)
     rows, runs = [], []
-    sweep_answers(fams, seeds, rows, args.methods)
-    if not args.methods:
-        est_fams = {k: v for k, v in fams.items() if k != "graph_cora"}
-        sweep_estimate(est_fams, seeds, (1e-1, 1e-2), runs)
+    sweep_answers(fams, seeds, rows)
+    est_fams = {k: v for k, v in fams.items() if k != "graph_cora"}
+    sweep_estimate(est_fams, seeds, (1e-1, 1e-2), runs)
     table, est = summarise(rows, runs)
     import platform
     meta = {"n": n, "seeds": len(seeds), "families": len(fams),
             "answers": sum("wrong" in r for r in rows),
             "seconds": time.perf_counter() - t0, "machine": platform.machine()}
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"certificates{args.tag}.json").write_text(json.dumps(
+    (OUT / "certificates.json").write_text(json.dumps(
         {"meta": meta, "table": table, "estimate": est, "answers": rows, "estimate_runs": runs},
         indent=1))
     text = markdown(table, est, meta)
-    (OUT / f"certificates{args.tag}.md").write_text(text)
+    (OUT / "certificates.md").write_text(text)
     print(text)
 
 

@@ -30,8 +30,10 @@ from ksvd_bench.race.common import VARIANTS
 from ksvd_bench.race.compare.settings import (
     DEFAULT_MEASURES,
     DEFAULT_SEEDS,
+    DEFAULT_SWEEP_LIMIT,
     FULL_MEASURES,
     FULL_SEEDS,
+    FULL_SWEEP_LIMIT,
 )
 from ksvd_bench.race.paper_runtime import (
     DEFAULT_EPS,
@@ -111,10 +113,10 @@ def add_compare(sub):
                    help="cap on every method's effort: an int, 'auto' (Nystrom m <= min(N,M)/4,"
                         " RSVD p <= min(min(N,M)/4, 10 r), block Krylov basis <= min(N,M)/4) "
                         "or 'none' (the driver's caps, up to m = min(N,M)) (default: auto)")
-    c.add_argument("--sweep-limit", type=positive_float, default=20.0,
+    c.add_argument("--sweep-limit", type=positive_float, default=None,
                    help="wall-clock seconds one effort sweep may take before it stops "
                         "growing the effort; such runs are reported not converged "
-                        "(default: %(default)s)")
+                        f"(default: {DEFAULT_SWEEP_LIMIT:g}; with --full {FULL_SWEEP_LIMIT:g})")
     c.add_argument("--budget", type=positive_float, default=3.0,
                    help="seconds per (problem, method, measure) after which further seeds "
                         "are skipped (default: %(default)s)")
@@ -177,6 +179,8 @@ def _resolve_defaults(args):
         args.weights = list(FULL_MEASURES if args.full else DEFAULT_MEASURES)
     if args.seeds is None:
         args.seeds = FULL_SEEDS if args.full else DEFAULT_SEEDS
+    if args.sweep_limit is None:
+        args.sweep_limit = FULL_SWEEP_LIMIT if args.full else DEFAULT_SWEEP_LIMIT
     args.table = args.table or args.wide
 
 
