@@ -33,6 +33,9 @@ Optional members, used when present:
 ``exact_svd(rank, ...)``  the source's own exact top-``rank`` SVD (``U, s, V``, optionally
                           with an ``info`` dict); ``tsvd`` with ``backend="arpack"`` uses it
                           (``StructuredKernelSource`` solves on an exact compression of G)
+``setup_pending()``       True while reading any row, column or block would first run a
+                          whole pass over ``G`` (a lazy source whose set-up has not run);
+                          a check held to a budget of entries then cannot run
 ========================  =====================================================
 
 The dense and sparse adapters provide all of them (``norm_bound`` and ``frobenius_norm`` are

@@ -102,6 +102,9 @@ class Tracked:
         for name in _OPTIONAL_MEMBERS:
             if hasattr(source, name):
                 setattr(self, name, getattr(self, "_" + name))
+        if hasattr(source, "setup_pending"):
+            # a question about the source's cost, not a read: passed through uncounted
+            self.setup_pending = source.setup_pending
         if hasattr(source, "joint_psd"):
             # Entries of the joint kernel are not entries of G: the sampler that uses it
             # reports what it read (``Selection.entries_read``), so it passes through uncounted.

@@ -614,7 +614,16 @@ def _certify(method, src, U, s, V, rng, dtype, n_passes, budget):
                             "starts"))
         cert.update(check_passes=passes, deflated=float(d), starts=int(width),
                     miss_probability=power_miss_probability(2.0, passes, M - rank, width))
-    if budget >= 1:
+    pending = getattr(src, "setup_pending", None)
+    if budget >= 1 and callable(pending) and pending():
+        # Its first row would cost a whole pass over G, far over the budget: the check
+        # cannot run, and a check that cannot run leaves the answer unverified (NaN below).
+        reason = (f"not run: reading any row or column of this source first runs its set-up "
+                  f"pass ({N * M} entries), over the certificate's budget of {int(budget)}")
+        cert["sampled"] = {"kind": "sampled", "skipped": reason, "budget": int(budget)}
+        deflated.append((np.nan, "the sampled certificate (" + reason + "; run the set-up "
+                                 "first, e.g. setup='eager', or raise check_passes)"))
+    elif budget >= 1:
         sampled = sampled_certificate(src, U, s, V, int(budget), rng)
         deflated.append((sampled["deflated"], f"{sampled['rows']} random rows and "
                                               f"{sampled['cols']} random columns"))

@@ -215,7 +215,7 @@ def test_sampled_certificate_against_numpy_on_a_lazy_source(rare):
 
 def test_check_passes_zero_uses_the_sampled_certificate(rare):
     P, G, (U, s, Vt) = rare
-    src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma, setup="lazy")
+    src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma)  # set-up pass already run
     res, msg = solve(src, 20, n_samples=80, sampling="rpcholesky", check_passes=0,
                      random_state=0)
     cert = res.info["certificate"]
@@ -225,6 +225,20 @@ def test_check_passes_zero_uses_the_sampled_certificate(rare):
     assert 0 < sampled["entries"] <= max(0.1 * own, 2 * 1500)
     err = max(sin_theta(U[:, :20], res.U), sin_theta(Vt[:20].T, res.V))
     assert not (err > 0.1 and res.info["reliable"])
+
+
+def test_sampled_certificate_that_would_run_the_set_up_pass_is_skipped_and_unverified(rare):
+    """On a ``setup="lazy"`` source the first row read runs the whole set-up pass, far over
+    the certificate's budget: it does not run, says why, and the answer is not vouched for."""
+    P, G, _ = rare
+    src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma, setup="lazy")
+    res, msg = solve(src, 20, n_samples=80, sampling="rpcholesky", check_passes=0,
+                     random_state=0)
+    assert src.setup_pending()  # the set-up pass never ran
+    sampled = res.info["certificate"]["sampled"]
+    assert "set-up pass" in sampled["skipped"]
+    assert res.info["reliable"] is False
+    assert "set-up" in msg
 
 
 # -- issue 20, section 7: a full sample is exact ------------------------------------------------

@@ -529,6 +529,15 @@ class KernelSource:
     def _normalised(self):
         return self.kernel in ("sne", "t")
 
+    def setup_pending(self):
+        """True while a ``setup="lazy"`` source has not run its set-up pass.
+
+        Reading any row, column or block then runs that whole pass over G first (a protocol
+        hook of :mod:`solvers._source`: a check held to a budget of entries, as the sampled
+        certificate of ``asym_nystrom``, cannot run within it).
+        """
+        return bool(self._lazy_setup and not self._ready)
+
     def _check_ready(self):
         if not self._ready and self._lazy_setup:
             self._run_setup()
