@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from ksvd_bench.kernels import KERNELS, KernelSource
 from ksvd_bench.kernels._numba import EXP_MIN_F32, exp_nonpos_f32
 
-# several row tiles (128 rows) and column tiles (tile_shape: 64 columns at M = 420)
+# two row tiles (256 rows) and several column tiles (tile_shape: 64 columns at M = 420)
 N, M, D = 300, 420, 6
 KW = {"gamma": 2.5, "degree": 3, "coef0": 0.5}
 TOL = 1e-5

@@ -223,7 +223,7 @@ class KernelSource:
     chunk_bytes : int, default=32 MiB
         Memory budget of a pass's work buffers: the per-tile partial sums that keep results
         independent of the thread count. A budget below one cache tile (16 bytes per entry
-        of a 128 x 384 tile) also shrinks the tiles (for tests).
+        of a 256 x 1024 tile) also shrinks the tiles (for tests).
     client : distributed.Client, default=None
         Run the general lazy source's set-up pass and passes as tasks over row blocks on
         this Dask cluster (returns a

@@ -36,9 +36,11 @@ Determinism. Tile shapes are constants, every output has one owner that adds its
 a fixed order, and no sum uses atomics: two runs give the same bits.
 
 Precision. float64 storage computes everything in float64, as the CPU backend does.
-float32 storage computes cross products, distances, ``exp`` and a tile's partial products
-in float32 (the GPU's fast path), the exponent ``(shift - d) / gamma^2`` and the t and poly
-kernels in float64, and adds every tile's partial into float64 accumulators; the set-up
+float32 storage computes cross products, distances, ``exp`` and the partial products of a
+group of ``row_group`` tiles (128 terms on the GPU) in float32 (the GPU's fast path), the
+exponent ``(shift - d) / gamma^2`` and the t and poly kernels in float64, and adds every
+group's partial to the float64 result in global memory (float64 accumulators in registers
+would cost a third of the blocks an SM holds); the set-up
 sums are float64. Kernel values below float32's range are flushed to zero in float32.
 """
 
@@ -63,8 +65,11 @@ cuda = import_cuda()  # ImportError / CudaUnavailableError, each saying what is 
 #: the elementwise partial-sum kernel; ``configs``: ``(TR, TC, DC, CY_MAX)`` per storage
 #: dtype, a tile of TR rows by TC columns of G, d staged DC at a time, at most
 #: ``tx * CY_MAX`` operand columns per block. "row": passes owning rows (``G @ Omega``,
-#: set-up row statistics, blocks); "col": passes owning columns.
-Layout = collections.namedtuple("Layout", ["name", "ty", "tx", "sum_threads", "configs"])
+#: set-up row statistics, blocks); "col": passes owning columns. ``row_group``: column tiles
+#: whose products ``G @ Omega`` sums in the compute type before it adds them to the float64
+#: result (a float32 partial then spans ``row_group * TC`` columns: 128 on the GPU).
+Layout = collections.namedtuple("Layout", ["name", "ty", "tx", "sum_threads", "configs",
+                                           "row_group"])
 
 #: The GPU's layout. Static shared memory stays below 48 KiB in every kernel (float32 row
 #: pass: 16.6 + 8.3 + 8.4 + 8.2 KiB).
@@ -73,14 +78,14 @@ GPU_LAYOUT = Layout("gpu", 16, 8, 256, {
     (np.dtype(np.float32), "col"): (32, 64, 32, 8),
     (np.dtype(np.float64), "row"): (64, 32, 16, 4),
     (np.dtype(np.float64), "col"): (32, 32, 16, 4),
-})
+}, 4)
 #: The simulator's layout (see the module docstring): the same constraints, small tiles.
 SIM_LAYOUT = Layout("simulator", 4, 4, 32, {
     (np.dtype(np.float32), "row"): (8, 8, 4, 2),
     (np.dtype(np.float32), "col"): (4, 8, 4, 2),
     (np.dtype(np.float64), "row"): (8, 8, 4, 2),
     (np.dtype(np.float64), "col"): (4, 8, 4, 2),
-})
+}, 2)
 #: the layout of this process: the simulator's under ``NUMBA_ENABLE_CUDASIM=1``
 LAYOUT = SIM_LAYOUT if simulated() else GPU_LAYOUT
 TY, TX = LAYOUT.ty, LAYOUT.tx
@@ -118,6 +123,7 @@ Shape = collections.namedtuple("Shape", [
     "FT", "F8", "TY", "TX", "NT", "TXB", "cy", "KC",
     "TR", "TC", "DC", "RR", "RC",  # "row" tiles and a thread's rows and columns of one
     "CR", "CC", "CD", "CRR", "CRC", "WR",  # "col" tiles; WR: G.T @ Psi rows per thread
+    "RG",  # row pass: column tiles summed in the compute type before a float64 add
 ])
 
 
@@ -129,7 +135,7 @@ def _shape(dtype, cy, layout):
     return Shape(FT=ft, F8=cuda.types.float64, TY=ty, TX=tx, NT=ty * tx,
                  TXB=tx.bit_length() - 1, cy=cy, KC=tx * cy, TR=TR, TC=TC, DC=DC,
                  RR=TR // ty, RC=TC // tx, CR=CR, CC=CC, CD=CD, CRR=CR // ty, CRC=CC // tx,
-                 WR=CC // ty)
+                 WR=CC // ty, RG=layout.row_group)
 
 
 # ----------------------------------------------------------------------- device functions
@@ -193,13 +199,15 @@ def _device_functions(s):
                 part[r * cy + c] += ra[r] * ob[c]
 
     @dev
-    def mac(sA, sB, nt, part, ra, ob, ty, tx, rr, transposed):
-        """``part = sum_t A[r, t] * sB[t, c]`` over ``t < nt`` (compute type, in order).
+    def mac(sA, sB, nt, part, ra, ob, ty, tx, rr, transposed, clear=True):
+        """``part = sum_t A[r, t] * sB[t, c]`` over ``t < nt`` (compute type, in order);
+        ``clear`` False adds to ``part``.
 
         A plain counted loop, two steps at a time: leaner than ``range`` on the GPU.
         """
-        for q in range(rr * cy):
-            part[q] = FT(0.0)
+        if clear:
+            for q in range(rr * cy):
+                part[q] = FT(0.0)
         t = 0
         while t + 1 < nt:
             mac_step(sA, sB, t, part, ra, ob, ty, tx, rr, transposed)
@@ -319,17 +327,6 @@ def _device_functions(s):
             dst[t, c] = v
 
     @dev
-    def zero(a, n):
-        for q in range(n):
-            a[q] = 0.0
-
-    @dev
-    def accumulate(tot, part, n):
-        """``tot += part`` (float64 accumulators of a tile's compute-type partials)."""
-        for q in range(n):
-            tot[q] += F8(part[q])
-
-    @dev
     def store(out, vals, i0, n, off, kc0, k, ty, tx, rr, add):
         """``out[i - off, col] (+)= vals[r, c]`` for the thread's rows ``i = i0 + ty + TY r``
         below ``n`` and columns ``col = kc0 + tx + TX c`` below ``k``."""
@@ -343,25 +340,25 @@ def _device_functions(s):
 
     return types.SimpleNamespace(
         thread=thread, cross=cross, distance=distance, row_consts=row_consts,
-        tile_values=tile_values, load_operand=load_operand, mac=mac, zero=zero,
-        accumulate=accumulate, store=store)
+        tile_values=tile_values, load_operand=load_operand, mac=mac, store=store)
 
 
 # ----------------------------------------------------------------------- kernels
 def _row_pass(s, f):
     FT, F8, TR, TC, KC, RR, RC, cy = s.FT, s.F8, s.TR, s.TC, s.KC, s.RR, s.RC, s.cy
     DC1, TC1 = s.DC + 1, TC + 1  # +1: padding against bank conflicts
-    NRC, NRY = RR * RC, RR * cy
+    NRC, NRY, RG = RR * RC, RR * cy, s.RG
     thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
-    load_operand, mac, zero, accumulate, store = (f.load_operand, f.mac, f.zero,
-                                                  f.accumulate, f.store)
+    load_operand, mac, store = f.load_operand, f.mac, f.store
 
     @cuda.jit
     def row_pass(X, Z, xx, zz, noidx, a, b, d, kind, g, coef0, degree, shift, scale, Om, Y):
         """``Y[i - a] = G[i] @ Om`` for the rows ``[a, b)``; block (row tile, column chunk).
 
-        Each thread owns RR rows by ``cy`` columns of ``Y``: a tile's products are summed
-        in the compute type, then added to float64 accumulators, tile after tile in order.
+        Each thread owns RR rows by ``cy`` columns of ``Y``: the products of ``RG`` tiles
+        are summed in the compute type, then added to ``Y`` (float64, in global memory),
+        group after group in order. No float64 accumulators in registers: they would
+        halve the blocks an SM holds.
         """
         sX = cuda.shared.array((TR, DC1), FT)
         sZ = cuda.shared.array((TC, DC1), FT)
@@ -372,7 +369,6 @@ def _row_pass(s, f):
         rb = cuda.local.array(RC, FT)
         ob = cuda.local.array(cy, FT)
         part = cuda.local.array(NRY, FT)
-        tot = cuda.local.array(NRY, F8)
         sh = cuda.local.array(RR, F8)
         sc = cuda.local.array(RR, F8)
         xi = cuda.local.array(RR, FT)
@@ -382,16 +378,17 @@ def _row_pass(s, f):
         m = Z.shape[0]
         k = Om.shape[1]
         row_consts(shift, scale, xx, noidx, i0, b, ty, sh, sc, xi, RR)
-        zero(tot, NRY)
-        for j0 in range(0, m, TC):
+        n_tiles = (m + TC - 1) // TC
+        for t in range(n_tiles):
+            j0 = t * TC
             load_operand(sO, Om, j0, m, kc0, k)
             tile_values(X, Z, zz, noidx, noidx, i0, b, j0, m, d, kind, g, coef0, degree, sh,
-                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, j0 == 0, True, RR, RC)
+                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, t == 0, True, RR, RC)
             cuda.syncthreads()
-            mac(sK, sO, TC, part, ra, ob, ty, tx, RR, False)
-            accumulate(tot, part, NRY)
+            mac(sK, sO, TC, part, ra, ob, ty, tx, RR, False, t % RG == 0)
+            if t % RG == RG - 1 or t == n_tiles - 1:
+                store(Y, part, i0, b, a, kc0, k, ty, tx, RR, t >= RG)
             cuda.syncthreads()
-        store(Y, tot, i0, b, a, kc0, k, ty, tx, RR, False)
 
     return row_pass
 
@@ -400,10 +397,9 @@ def _col_pass(s, f):
     FT, F8, CR, CC, KC, CRR, CRC, WR, cy = (s.FT, s.F8, s.CR, s.CC, s.KC, s.CRR, s.CRC,
                                             s.WR, s.cy)
     CD1, CC1 = s.CD + 1, CC + 1  # +1: padding against bank conflicts
-    NCC, NCY, NWY = CRR * CRC, CRR * cy, WR * cy
+    NCC, NCY, NWY, RG = CRR * CRC, CRR * cy, WR * cy, s.RG
     thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
-    load_operand, mac, zero, accumulate, store = (f.load_operand, f.mac, f.zero,
-                                                  f.accumulate, f.store)
+    load_operand, mac, store = f.load_operand, f.mac, f.store
 
     @cuda.jit
     def col_pass(X, Z, xx, zz, noidx, r0, r1, d, kind, g, coef0, degree, shift, scale, Psi,
@@ -412,8 +408,10 @@ def _col_pass(s, f):
         partials of ``G[r0:r1] @ Om``.
 
         One block per (column tile, operand chunk) owns those rows of ``W`` and walks the
-        row tiles of ``[r0, r1)`` in order; ``Ypart[t, i - r0]`` gets ``G[i, tile t] @
-        Om[tile t]`` (summed over the tile in the compute type).
+        row tiles of ``[r0, r1)`` in order, summing the products of ``RG`` row tiles in the
+        compute type before adding them to ``W`` (float64, in global memory, as the row
+        pass); ``Ypart[t, i - r0]`` gets ``G[i, tile t] @ Om[tile t]`` (summed over the
+        tile in the compute type).
         """
         sX = cuda.shared.array((CR, CD1), FT)
         sZ = cuda.shared.array((CC, CD1), FT)
@@ -426,7 +424,6 @@ def _col_pass(s, f):
         wa = cuda.local.array(WR, FT)
         ob = cuda.local.array(cy, FT)
         part = cuda.local.array(NWY, FT)
-        tot = cuda.local.array(NWY, F8)
         ypart = cuda.local.array(NCY, FT)
         sh = cuda.local.array(CRR, F8)
         sc = cuda.local.array(CRR, F8)
@@ -442,23 +439,23 @@ def _col_pass(s, f):
         has_y = want_y and kc0 < k
         if has_y:
             load_operand(sO, Om, j0, m, kc0, k)
-        zero(tot, NWY)
-        for i0 in range(r0, r1, CR):
+        n_tiles = (r1 - r0 + CR - 1) // CR
+        for t in range(n_tiles):
+            i0 = r0 + t * CR
             load_operand(sP, Psi, i0 - r0, r1 - r0, kc0, l)
             row_consts(shift, scale, xx, noidx, i0, r1, ty, sh, sc, xi, CRR)
             tile_values(X, Z, zz, noidx, noidx, i0, r1, j0, m, d, kind, g, coef0, degree, sh,
-                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, i0 == r0, CRR,
+                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, t == 0, CRR,
                         CRC)
             cuda.syncthreads()
             if has_w:
-                mac(sK, sP, CR, part, wa, ob, ty, tx, WR, True)
-                accumulate(tot, part, NWY)
+                mac(sK, sP, CR, part, wa, ob, ty, tx, WR, True, t % RG == 0)
+                if t % RG == RG - 1 or t == n_tiles - 1:
+                    store(W, part, j0, m, 0, kc0, l, ty, tx, WR, t >= RG or not first)
             if has_y:
                 mac(sK, sO, CC, ypart, ra, ob, ty, tx, CRR, False)
                 store(Ypart[tile], ypart, i0, r1, r0, kc0, k, ty, tx, CRR, False)
             cuda.syncthreads()
-        if has_w:
-            store(W, tot, j0, m, 0, kc0, l, ty, tx, WR, not first)
 
     return col_pass
 

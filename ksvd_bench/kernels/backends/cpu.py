@@ -447,11 +447,13 @@ def fill(P, prm, tr, tc, shift, scale, rmean, cmean, gmean, center, out):
 
 
 # ----------------------------------------------------------------------- Python drivers
-#: rows and columns of a kernel tile: 128 x 384 float64 (384 KiB) plus its cross products
-#: stay in a core's L2 cache (measured: 64 to 256 rows by 256 to 512 columns are within
-#: 10% of each other for d = 64; smaller tiles lose BLAS efficiency)
-TILE_ROWS = 128
-TILE_COLS = 384
+#: rows and columns of a kernel tile, at most. Larger tiles run BLAS closer to its peak and
+#: call it less often (its calls from many threads contend); measured on a 16-core
+#: Skylake-X (N = M = 4000, d = 64, 40 columns, float32, 1 thread, pass / BLAS): matmat
+#: 1.43 at 128 x 256, 1.28 at 256 x 256, 1.18 at 256 x 1024; rmatmat 1.31, 1.17, 0.98
+#: (benchmarks/recorded/gpu/README.md). 256 x 1024 float64 buffers take 4 MiB a thread.
+TILE_ROWS = 256
+TILE_COLS = 1024
 #: narrower column tiles for small M, so that column-parallel passes still have about
 #: COL_TILES tiles to share out; never below MIN_TILE_COLS (BLAS efficiency)
 COL_TILES = 16
@@ -461,7 +463,7 @@ MIN_TILE_COLS = 64
 def tile_shape(m, chunk_bytes):
     """``(tr, tc)``: rows and columns of a tile of G with M columns, from sizes only.
 
-    The default is ``128 x min(384, ~M/16)`` columns; a smaller ``chunk_bytes`` (the budget
+    The default is ``256 x min(1024, ~M/16)`` columns; a smaller ``chunk_bytes`` (the budget
     of one tile's two buffers, 16 bytes per entry) shrinks it, down to ``1 x 1``.
     """
     tc = -(-m // COL_TILES)
