@@ -58,8 +58,8 @@ export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 nvidia-smi -L 2>&1 | head -2
 python3 -c "import numpy, numba, numba_cuda, importlib.metadata as m; print('numpy', \
 numpy.__version__, 'numba', numba.__version__, 'numba-cuda', m.version('numba-cuda'))"
-python3 -c "from ksvd_bench.kernels.backends._cuda_import import load_cuda; \
-c = load_cuda(); print('device:', c.get_current_device().name)" 2>&1 | tail -3
+python3 -c "from ksvd_bench.kernels.backends import backend_class; backend_class('cuda'); \
+from numba import cuda; print('device:', cuda.get_current_device().name)" 2>&1 | tail -3
 
 echo "=== 1. bench_gpu.py, N = M = 1e5 ($(left) s left)"
 timeout 150 python3 benchmarks/scripts/bench_gpu.py --out "$OUT/bench_gpu.json" 2>&1 \
