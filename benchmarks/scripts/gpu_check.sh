@@ -26,7 +26,7 @@
 #                                                              torch FP32/TF32; float32 error)
 #   2. ksvd-bench scale --part b --device cuda --dtype float32 --sizes 100000 --in-process
 #      --reference none (isolated cells compile the kernels again, about 17 s each, and the
-#      block Krylov reference alone took 68 s at 1e5: see benchmarks/recorded/gpu/README.md)
+#      block Krylov reference alone took 68 s at 1e5: see benchmarks/recorded/passes/README.md)
 #   3. KSVD_BENCH_TEST_GPU=1 pytest tests/test_cuda_sim.py   (the simulator tests, on the GPU;
 #      49 tests, compile-bound: 31 passed in 140 s on an H200)
 #   4. if at least 160 s are left, the 1e6 row (--sizes 1000000 --merge)

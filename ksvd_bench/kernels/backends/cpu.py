@@ -448,10 +448,11 @@ def fill(P, prm, tr, tc, shift, scale, rmean, cmean, gmean, center, out):
 
 # ----------------------------------------------------------------------- Python drivers
 #: rows and columns of a kernel tile, at most. Larger tiles run BLAS closer to its peak and
-#: call it less often (its calls from many threads contend); measured on a 16-core
-#: Skylake-X (N = M = 4000, d = 64, 40 columns, float32, 1 thread, pass / BLAS): matmat
-#: 1.43 at 128 x 256, 1.28 at 256 x 256, 1.18 at 256 x 1024; rmatmat 1.31, 1.17, 0.98
-#: (benchmarks/recorded/gpu/README.md). 256 x 1024 float64 buffers take 4 MiB a thread.
+#: call it less often. Pass / BLAS at N = M = 4000, d = 64, 40 columns, float32, 1 thread,
+#: measured: 16-core Skylake-X, matmat 1.43 at 128 x 256, 1.28 at 256 x 256, 1.18 at
+#: 256 x 1024; 2-core EPYC, 128 x 256 against 256 x 256 in one run, matmat 1.36 -> 1.08,
+#: rmatmat 1.35 -> 1.08 (benchmarks/recorded/passes/README.md). 256 x 1024 float64 buffers
+#: take 4 MiB a thread.
 TILE_ROWS = 256
 TILE_COLS = 1024
 #: narrower column tiles for small M, so that column-parallel passes still have about
