@@ -71,11 +71,23 @@ class recording_warnings(warnings.catch_warnings):  # noqa: N801 (a context mana
         return caught
 
 
+def accepted(info):
+    """The solver's own checks find no evidence against the answer: ``info["reliable"]``
+    (True where absent), or a certificate whose only failure is ``"uncertified"`` (no value
+    off its bounds, no missed direction, but the subspace or the values not certified to
+    0.1, as on a cluster or a flat tail at ``s_r``): every stop judges those by its own
+    measure (issue 20)."""
+    if not isinstance(info, dict):
+        return True
+    failed = (info.get("certificate") or {}).get("failed")
+    return bool(info.get("reliable", True)) or list(failed or ()) == ["uncertified"]
+
+
 def warning_fields(caught, info):
-    """``n_warnings``, ``warnings`` (deduplicated messages) and ``reliable`` of one solve."""
+    """``n_warnings``, ``warnings`` (deduplicated messages) and ``reliable`` of one solve
+    (:func:`accepted`)."""
     messages = list(dict.fromkeys(str(w.message)[:MAX_MESSAGE] for w in caught))
-    reliable = bool(info.get("reliable", True)) if isinstance(info, dict) else True
-    return {"n_warnings": len(caught), "warnings": messages, "reliable": reliable}
+    return {"n_warnings": len(caught), "warnings": messages, "reliable": accepted(info)}
 
 
 def reemit(caught):
@@ -381,7 +393,7 @@ class Scorer:
             ranking = m["residual_estimate"]
         else:
             ranking = relative
-        reliable = bool(out.info.get("reliable", True)) if isinstance(out.info, dict) else True
+        reliable = accepted(out.info)
         # NaN compares False: a quantity that could not be computed never passes
         reference_ok = ref is None or bool(m["value"] <= self.eps
                                            and m["sv_error"] <= self.sv_tol)

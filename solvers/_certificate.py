@@ -20,9 +20,11 @@ block: ``sigma_1(P A Q) <= sigma_1(A)`` for orthogonal projectors ``P``, ``Q``.
 
 *Two ways to find ``d``.*
 
-* :func:`product_certificate` (``check_passes`` products with ``G`` or ``G^T``): block power
-  iteration on ``D`` from ``b = N_EXTRA`` Gaussian starts, fused with the inflation bounds
-  (the same products carry ``G V`` or ``G^T U``). Failure probability: let ``D`` have a
+* :func:`power_certificate` (``check_passes`` passes; where the source has ``sketch``
+  each pass is one call that multiplies both sides, ``G [V, X]`` and ``G^T [U, Y]``, else
+  the passes alternate): block power iteration on ``D`` from ``b`` Gaussian starts per side
+  (``rank + CERT_EXTRA`` in :func:`certify`), fused with the inflation bounds (the same
+  products carry ``G V`` and ``G^T U``). Failure probability: let ``D`` have a
   singular value ``t`` above the threshold ``theta = (1 + MISS_SLACK) s_r``. After ``p``
   products the estimate is the power method's Rayleigh quotient of ``D^T D`` (or ``D D^T``)
   from each start, and by Kuczynski & Wozniakowski (1992, Thm. 3.1, in the form
@@ -45,6 +47,28 @@ block: ``sigma_1(P A Q) <= sigma_1(A)`` for orthogonal projectors ``P``, ``Q``.
   unbiased estimate of ``||G - U S V^T||_F^2`` (``N / n_r`` times the sampled rows' share,
   ``M / n_c`` the columns'; their mean is reported, with its standard error).
 
+*The subspace and the values* (:func:`triplet_bounds`, once a pass multiplied both ``G V``
+and ``G^T U``). In the answer's bases ``G = [[M, F], [E, D]]`` with ``M = U^T G V``, ``E =
+U_perp^T G V`` and ``F = U^T G V_perp``; ``||E||``, ``||F||`` are measured exactly (the
+residuals ``(I - U U^T) G V`` and ``U^T G (I - V V^T)``). Wedin's sin-theta theorem applied
+to ``G`` against ``G - [[0, F], [E, 0]]``, whose top-r singular subspaces are ``span(U)``,
+``span(V)`` when ``sigma_min(M) >= ||D||``, gives ``max(sin theta_U, sin theta_V) <=
+max(||E||, ||F||) / (sigma_r(G) - ||D||)``, and ``sigma_r(G) >= max(sigma_r(M), l_r)``
+(interlacing); Davis & Kahan's theorem on ``G G^T`` and ``G^T G`` gives a second bound,
+far smaller where the residual sits on the small values; Weyl's inequality bounds every
+value. What the products cannot give directly is an upper bound on ``||D||``. For the last
+power iterate ``X`` (orthonormal, orthogonal to ``V``), ``||D||_2^2 <= ||D X||_2^2 + ||D
+(I - X X^T)||_2^2``, tight once ``X`` holds ``D``'s top directions (one power step with
+``rank + 15`` starts does it for the spectra in the sweep; hence ``check_passes=2``). The
+remainder is bounded by Gaussian probes in the same pass (Halko, Martinsson & Tropp, Lemma
+4.1: 1.36 times the largest of 10, failing with probability at most 1% over both sides),
+or deterministically from ``||G||_F`` where the source knows it: ``||D||_F^2 = ||G||_F^2 -
+||G^T U||_F^2 - ||E||_F^2`` exactly (plus a rounding slack). A gap ``max(sigma_r(M), l_r)
+- ||D||`` that is not positive leaves the subspace unknown: unreliable. This is what
+catches an answer that is wrong on a clustered spectrum (``s_r ~ s_{r+1}``) without
+missing any direction, and what makes such an answer unreliable even when it is right: the
+top-r subspace of a cluster is not determined by a few passes.
+
 Every quantity that cannot be computed (a non-finite residual, an empty sample) makes the
 answer unreliable: a check that cannot run never vouches for it.
 
@@ -54,6 +78,10 @@ J. Kuczynski, H. Wozniakowski, "Estimating the largest eigenvalue by the power a
 algorithms with a random start", SIAM J. Matrix Anal. Appl. 13(4), 1992.
 N. Halko, P.-G. Martinsson, J. A. Tropp, "Finding structure with randomness", SIAM Review
 53(2), 2011 (Sec. 4.3, the a-posteriori error estimate from Gaussian probes).
+P.-A. Wedin, "Perturbation bounds in connection with singular value decomposition", BIT 12,
+1972 (G. W. Stewart, J.-G. Sun, "Matrix Perturbation Theory", 1990, Thm. V.4.4).
+C. Davis, W. M. Kahan, "The rotation of eigenvectors by a perturbation. III", SIAM J.
+Numer. Anal. 7(1), 1970 (the sin-theta theorem).
 """
 
 from __future__ import annotations
@@ -75,11 +103,36 @@ __all__ = [
     "power_miss_probability",
     "catch_probability",
     "judge",
+    "SUBSPACE_TOL",
+    "VALUE_TOL",
+    "POWER_FAILURE",
+    "power_certificate",
+    "triplet_bounds",
+    "certify",
+    "known_fro2",
+    "probe_scale",
 ]
 
 #: A value more than this fraction below a proven lower bound, or a deflated norm this much
 #: above ``s_r``, makes an answer unreliable.
 MISS_SLACK = 0.1
+
+#: A reliable answer is certified to ``sin theta <= SUBSPACE_TOL`` (top-r subspaces, both
+#: sides) and ``|s_i - sigma_i(G)| <= VALUE_TOL sigma_1(G)`` (:func:`triplet_bounds`).
+SUBSPACE_TOL = 0.1
+VALUE_TOL = 0.1
+
+#: Where ``||G||_F`` is unknown, the upper bound on the deflated norm is the power
+#: iteration's lower bound inflated so that it fails with at most this probability.
+POWER_FAILURE = 0.01
+
+#: Gaussian probes per side of :func:`power_certificate`'s upper bound (:func:`probe_scale`).
+N_PROBES = 10
+
+#: Gaussian starts of :func:`certify` beyond the rank: the block holds ``rank + CERT_EXTRA``
+#: directions of the deflated operator, so that after one power step the Frobenius bound's
+#: remainder is only its tail beyond them (see :func:`power_certificate`).
+CERT_EXTRA = 15
 
 #: Default budget of :func:`sampled_certificate`: this fraction of the entries the solve's
 #: own sample read.
@@ -107,6 +160,22 @@ def _deflate(Q, X):
     return X
 
 
+def _orth_against(Q, X):
+    """An orthonormal basis of the part of ``range(X)`` orthogonal to the orthonormal ``Q``.
+
+    Directions at rounding level are dropped (the basis may be narrower than ``X``): a QR
+    would complete a rank-deficient ``X`` with arbitrary unit vectors, not orthogonal to
+    ``Q``, and the interlacing behind every lower bound needs ``[Q, X]`` orthonormal.
+    """
+    X = _deflate(Q, X)
+    if X.shape[1] == 0 or not np.all(np.isfinite(X)):
+        return X[:, :0]
+    u, sv, _ = linalg.svd(X, full_matrices=False, check_finite=False)
+    keep = sv > sv[0] * max(X.shape) * np.finfo(np.float64).eps if sv.size and sv[0] > 0 \
+        else np.zeros(sv.size, bool)
+    return _orth(_deflate(Q, u[:, keep]))
+
+
 def _top_sv(X):
     if X.size == 0:
         return 0.0
@@ -115,37 +184,200 @@ def _top_sv(X):
     return float(linalg.svd(X, compute_uv=False, check_finite=False)[0])
 
 
-def product_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA):
-    """Lower bounds on ``sigma_1..k(G)`` and on ``||(I - U U^T) G (I - V V^T)||_2``.
+def known_fro2(src):
+    """``||G||_F^2`` from the source's ``frobenius_norm()`` (exact to rounding, no pass), else
+    None (no member, None, or not a finite number >= 0).
 
-    Pass 1 multiplies ``G [V, X]`` with ``X`` ``n_extra`` Gaussian columns orthogonal to
-    ``V``; pass 2 ``G^T [U, Y]`` with ``Y`` an orthonormal basis of the deflated ``(I - U
-    U^T) G X``; and so on, alternating. The singular values of each product bound
-    ``sigma_i(G)`` from below (interlacing, elementwise best kept); the top singular value
-    of its deflated part bounds ``||D||_2`` (see the module docstring, with the failure
-    probability). Each product is one pass (counted by the caller's counting source).
+    ``src`` may be the counting wrapper of ``check_args``: the member is read from the source
+    it wraps (a cached number, or one the source's set-up pass measured).
+    """
+    member = getattr(getattr(src, "source", src), "frobenius_norm", None)
+    if not callable(member):
+        return None
+    value = member()
+    if value is None:
+        return None
+    value = float(value)
+    return value * value if np.isfinite(value) and value >= 0 else None
 
-    Returns ``lower`` (k,), ``deflated`` (float, NaN when a product was not finite) and
-    ``width`` (the number of Gaussian starts).
+
+def probe_scale(n_probes, n_bounds=2, failure=POWER_FAILURE):
+    """``c`` with ``||B||_2 <= c max_i ||B omega_i||`` for ``n_probes`` standard Gaussian
+    ``omega_i``, except with probability ``failure / n_bounds``.
+
+    For the top right singular vector ``v`` of ``B``, ``||B omega|| >= ||B|| |v^T omega|``
+    and ``P(|v^T omega| < t) <= sqrt(2 / pi) t``; independent probes all fall below with
+    probability at most ``(sqrt(2 / pi) t)^n_probes`` (Halko, Martinsson & Tropp 2011,
+    Lemma 4.1, with ``alpha = (n_bounds / failure)^(1 / n_probes)``): ``c = alpha
+    sqrt(2 / pi)``; 1.36 for 10 probes, two bounds and 1% in all.
+    """
+    if n_probes < 1:
+        return np.inf
+    return float((n_bounds / failure) ** (1.0 / n_probes) * np.sqrt(2 / np.pi))
+
+
+def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
+                      n_probes=N_PROBES):
+    """Everything ``n_passes`` products with ``G`` tell about the answer ``(U, V)``.
+
+    Block power iteration on the deflated ``D = (I - U U^T) G (I - V V^T)`` from ``n_extra``
+    Gaussian starts, fused with the products the bounds need. Where the source has
+    ``sketch`` every pass is ONE call ``(G [V, X, P], G^T [U, Y, Q])`` (``X``, ``Y``: the
+    right and left iterates, orthogonal to ``V`` and ``U``; the next ``X`` is the
+    orthonormal basis of ``D^T Y``, the next ``Y`` of ``D X``; ``P``, ``Q``: ``n_probes``
+    fresh Gaussian probes, projected off ``[V, X]`` and ``[U, Y]``); otherwise the passes
+    alternate ``G [V, X, P]``, ``G^T [U, X, P]`` (one iterate, changing sides). Each call
+    is one pass (counted by the caller's counting source).
+
+    Returns a dict:
+
+    * ``lower`` (k,): lower bounds on ``sigma_i(G)`` (interlacing, elementwise best);
+    * ``deflated``: the lower bound on ``||D||_2`` (see the module docstring);
+    * ``residual``: ``max(||(I - U U^T) G V||_2, ||U^T G (I - V V^T)||_2)``, exact to
+      rounding (NaN until both sides were multiplied);
+    * ``rayleigh``: the singular values of ``U^T G V`` (lower bounds on ``sigma_i(G)``);
+    * ``deflated_upper`` and ``upper_kind``: an upper bound on ``||D||_2``, from the last
+      pass's iterate ``X`` (orthonormal) and ``||D||^2 <= ||D X||^2 + ||D (I - X X^T)||^2``,
+      tight once the power iteration has turned ``X`` to ``D``'s top directions. The
+      remainder is bounded by ``"probes"``: ``probe_scale(n_probes)`` times the largest
+      ``||D (I - X X^T) p_i||`` (fails with probability at most ``POWER_FAILURE``, 1%, over
+      both sides), or ``"frobenius"`` (deterministic, where ``fro2 = ||G||_F^2`` is known
+      and this is smaller): ``||D (I - X X^T)||_F^2 = ||D||_F^2 - ||D X||_F^2`` with
+      ``||D||_F^2 = fro2 - ||G^T U||_F^2 - ||(I - U U^T) G V||_F^2`` plus a rounding slack.
+    * ``width`` (the Gaussian starts per side), ``passes``, ``two_sided``.
+
+    NaN anywhere means a product was not finite: the bound is unknown, never 0.
     """
     N, M = src.shape
     U, V = _basis(U), _basis(V)
+    r = V.shape[1]
     b = max(0, min(n_extra, M - V.shape[1], N - U.shape[1]))
-    X = _orth(_deflate(V, rng.standard_normal((M, b))))
-    best, deflated = np.zeros(k), 0.0
+    q = n_probes if b else 0
+    two_sided = hasattr(src, "sketch")
+    eps = np.finfo(np.result_type(src.dtype, np.float32)).eps
+
+    def probes(basis, X, n):
+        return _deflate(np.hstack([basis, X]), rng.standard_normal((n, q)))
+
+    X = _orth_against(V, rng.standard_normal((M, b)))
+    Y = _orth_against(U, rng.standard_normal((N, b))) if two_sided else None
+    out = {"lower": np.zeros(k), "deflated": 0.0, "residual": np.nan,
+           "rayleigh": np.full(r, np.nan), "deflated_upper": np.inf, "upper_kind": None,
+           "width": int(b), "probes": int(q), "passes": 0, "two_sided": bool(two_sided)}
+    GV = GtU = None
     right = True
     for _ in range(n_passes):
-        basis, other = (V, U) if right else (U, V)
-        block = np.hstack([basis, X])
-        Y = np.asarray(src.matmat(block) if right else src.rmatmat(block), np.float64)
-        best = np.maximum(best, lower_bounds(Y, k))
-        if not np.all(np.isfinite(Y)):  # the check cannot run: unknown, never 0
-            return best, np.nan, b
-        Yd = _deflate(other, Y[:, basis.shape[1]:])
-        deflated = max(deflated, _top_sv(Yd))
-        X = _orth(Yd)
-        right = not right
-    return best, deflated, b
+        if two_sided:
+            A, B = src.sketch(np.hstack([V, X, probes(V, X, M)]),
+                              np.hstack([U, Y, probes(U, Y, N)]))
+            sides = [(np.asarray(A, np.float64), U, X.shape[1], False),
+                     (np.asarray(B, np.float64), V, Y.shape[1], True)]
+        else:
+            basis, other = (V, U) if right else (U, V)
+            block = np.hstack([basis, X, probes(basis, X, basis.shape[0])])
+            P = np.asarray(src.matmat(block) if right else src.rmatmat(block), np.float64)
+            sides = [(P, other, X.shape[1], not right)]
+        out["passes"] += 1
+        if not all(np.all(np.isfinite(P)) for P, _, _, _ in sides):  # unknown, never 0
+            out.update(lower=np.full(k, np.nan), deflated=np.nan, residual=np.nan,
+                       deflated_upper=np.nan)
+            return out
+        last = []  # per side: (D X, D P, scale of the product) for the upper bounds
+        for P, other, w, transposed in sides:
+            out["lower"] = np.maximum(out["lower"], lower_bounds(P[:, : r + w], k))
+            if transposed:
+                GtU = P[:, :r]
+            else:
+                GV = P[:, :r]
+            DX, DP = _deflate(other, P[:, r: r + w]), _deflate(other, P[:, r + w:])
+            last.append((DX, DP, float(np.max(np.linalg.norm(P, axis=0), initial=0.0))))
+            out["deflated"] = max(out["deflated"], _top_sv(DX))
+        if two_sided:
+            X, Y = _orth_against(V, last[1][0]), _orth_against(U, last[0][0])
+        else:
+            X = _orth_against(U if right else V, last[0][0])
+            right = not right
+    if GV is None or GtU is None:
+        return out
+    Mc = U.T @ GV
+    E21, E12 = GV - U @ Mc, GtU - V @ Mc.T
+    out["rayleigh"] = linalg.svd(Mc, compute_uv=False, check_finite=False)
+    out["residual"] = max(_top_sv(E21), _top_sv(E12))
+    # for the Davis-Kahan bounds on G G^T and G^T G (triplet_bounds)
+    out["sides"] = (_top_sv(E21), _top_sv(E12), _top_sv(E21 @ Mc.T), _top_sv(E12 @ Mc))
+    if b == 0:  # U or V fills its side: D = 0
+        out.update(deflated_upper=0.0, upper_kind="empty")
+        return out
+    c = probe_scale(q, n_bounds=len(last))
+    bounds = []
+    for DX, DP, scale in last:
+        rest = c * float(np.max(np.linalg.norm(DP, axis=0), initial=0.0)) if q else np.inf
+        # rounding in the deflated products: sqrt(N + M) ulps of the largest product column
+        # (the typical accumulation; a worst-case N + M would leave every direction near
+        # rounding level uncertified, the full-sample tests' 1e-14 among them)
+        slack = np.sqrt(N + M) * eps * scale
+        bounds.append((np.hypot(_top_sv(DX), rest) + slack, "probes"))
+        if fro2 is not None:
+            fro_D2 = fro2 - np.sum(GtU**2) - np.sum(E21**2) + (N + M + 10 * (r + b)) * eps * fro2
+            split = np.sqrt(max(_top_sv(DX) ** 2 + fro_D2 - np.sum(DX**2), 0.0))
+            bounds.append((split, "frobenius"))
+    upper, kind = min(bounds)
+    out.update(deflated_upper=float(upper), upper_kind=kind)
+    return out
+
+
+def product_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA):
+    """Lower bounds on ``sigma_1..k(G)`` and on ``||(I - U U^T) G (I - V V^T)||_2``.
+
+    :func:`power_certificate` without the residual bounds: returns ``lower`` (k,),
+    ``deflated`` (float, NaN when a product was not finite) and ``width`` (the Gaussian
+    starts per side).
+    """
+    out = power_certificate(src, U, V, k, n_passes, rng, n_extra)
+    return out["lower"], out["deflated"], out["width"]
+
+
+def triplet_bounds(s, cert):
+    """Upper bounds on the answer's ``sin theta`` and value error, from a certificate.
+
+    In the answer's bases ``G = [[M, F], [E, D]]`` (``M = U^T G V``, ``rho_i`` its singular
+    values, ``||D|| <= cert["deflated_upper"]``, ``||E||``, ``||F||``, ``||E M^T||``,
+    ``||F^T M||`` measured), ``sigma_r(G) >= rho := max(rho_r, l_r)`` by interlacing, and:
+
+    * Wedin's theorem, with the roles of ``G`` and ``G - [[0, F], [E, 0]]`` (whose top-r
+      subspaces are ``span(U)``, ``span(V)``) swapped: ``max(sin theta_U, sin theta_V) <=
+      max(||E||, ||F||) / (rho - ||D||)``;
+    * Davis & Kahan's theorem on ``G G^T`` in the bases ``[U, U_perp]`` (off-diagonal block
+      ``E M^T + D F^T``, lower block ``E E^T + D D^T``): ``sin theta_U <= (||E M^T|| + ||D||
+      ||F||) / (rho^2 - ||E||^2 - ||D||^2)``, and on ``G^T G`` likewise for ``V``. Where the
+      residual sits on the small values (the usual case: top directions converge first)
+      this is far below Wedin's; the smaller of the two is used for each side;
+    * Weyl's inequality: ``max(rho_i, l_i) <= sigma_i(G) <= max(rho_i, ||D||) + max(||E||,
+      ||F||)``, which bounds ``|s_i - sigma_i(G)|``.
+
+    Returns ``(sin_theta, sv_error, gap)``: the sv bound relative to ``max(rho_1, l_1)`` (a
+    lower bound on ``sigma_1(G)``), ``gap = rho - ||D||``; ``inf`` where the gap is not
+    positive (the subspace is unknown), NaN where a bound could not be computed.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    rho = np.zeros(s.size)
+    rho[: cert["rayleigh"].size] = cert["rayleigh"][: s.size]
+    low = np.maximum(rho, np.nan_to_num(np.asarray(cert["lower"], np.float64)[: s.size]))
+    e, d_up = cert["residual"], cert["deflated_upper"]
+    if not (np.isfinite(e) and np.isfinite(d_up) and np.all(np.isfinite(rho))):
+        return np.nan, np.nan, np.nan
+    gap = float(low[-1] - d_up)
+    # E = 0 with D = 0 (G is the answer's block: G = 0, or U, V fill a side) is exact
+    sin = e / gap if gap > 0 else (0.0 if e == 0 and gap == 0 else np.inf)
+    e21, e12, e21m, e12m = cert.get("sides", (e, e, np.inf, np.inf))
+    dk = []
+    for num, other in ((e21m + d_up * e12, e21), (e12m + d_up * e21, e12)):
+        den = low[-1] ** 2 - other**2 - d_up**2
+        dk.append(num / den if den > 0 else np.inf)
+    sin = min(sin, max(dk))
+    off = float(np.max(np.maximum(s - low, np.maximum(rho, d_up) + e - s)))
+    err = off / low[0] if low[0] > 0 else (0.0 if off <= 0 else np.inf)
+    return float(sin), float(err), gap
 
 
 def _budget_split(budget, shape):
@@ -238,21 +470,30 @@ def _threshold(s, shape, dtype):
     return (1 + MISS_SLACK) * float(s[-1]) + max(shape) * np.finfo(dtype).eps * top
 
 
-def judge(method, s, shape, dtype, *, lower=None, deflated=(), advice=""):
+def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advice="",
+          failed=None):
     """``reliable`` from every bound at hand, with one ``RuntimeWarning`` saying why not.
 
     ``lower``: lower bounds on ``sigma_i(G)`` (inflation above ``CHECK_FACTOR`` times them,
     or values ``MISS_SLACK`` below them, are flagged). ``deflated``: ``(value, how)`` pairs,
-    lower bounds on the deflated norm (see the module docstring). NaN anywhere is a check
-    that could not run: unreliable.
+    lower bounds on the deflated norm (see the module docstring). ``bounds``: the dict of
+    :func:`certify` with ``sin_theta_bound`` and ``sv_error_bound`` (:func:`triplet_bounds`;
+    above ``SUBSPACE_TOL`` / ``VALUE_TOL``, infinite or NaN: unreliable). NaN anywhere is a
+    check that could not run: unreliable. ``failed`` (a list) receives the names of the
+    checks that failed: ``"values"`` and ``"missed"`` (evidence that the answer is wrong: a
+    value off its bounds, a direction outside the answer) and ``"uncertified"`` (no evidence,
+    but :func:`triplet_bounds` does not certify the subspace or the values to 0.1, as on a
+    cluster or a flat tail at ``s_r``; checked only when the others pass).
     """
     s = np.asarray(s, dtype=np.float64)
+    failed = [] if failed is None else failed
     reasons = []
     if lower is not None:
         lower = np.asarray(lower, dtype=np.float64)[: s.size]
         bad = flag_inflated(s, lower, shape, dtype)
         if bad.size:
             i = int(bad[0])
+            failed.append("values")
             reasons.append(
                 f"s_{i + 1} = {s[i]:.3g} is above {CHECK_FACTOR} times a lower bound "
                 f"{lower[i]:.3g} on sigma_{i + 1}(G) ({bad.size} of {s.size} values)"
@@ -261,6 +502,7 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), advice=""):
                                + max(shape) * np.finfo(dtype).eps * max(s.max(), lower.max())))
         if low.size:
             i = int(low[0])
+            failed.append("values")
             reasons.append(
                 f"s_{i + 1} = {s[i]:.3g} is below a lower bound {lower[i]:.3g} on "
                 f"sigma_{i + 1}(G) ({low.size} of {s.size} values more than "
@@ -271,10 +513,16 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), advice=""):
         if not value <= theta:  # NaN: the check could not run
             what = ("could not be computed (not finite)" if not np.isfinite(value)
                     else f"is {value:.3g}, above (1 + {MISS_SLACK}) s_{s.size} = {theta:.3g}")
+            failed.append("missed")
             reasons.append(
                 f"the norm of G outside the answer's span ({how}) {what}: a top direction "
                 "is missing"
             )
+    if bounds is not None and not reasons:
+        more = _bound_reasons(s.size, bounds)
+        if more:  # no evidence against the answer: the bounds do not certify it
+            failed.append("uncertified")
+        reasons += more
     if reasons:
         warnings.warn(
             f"{method}: " + "; ".join(reasons) + ": the answer cannot be trusted "
@@ -283,3 +531,87 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), advice=""):
             stacklevel=4,
         )
     return not reasons
+
+
+def _bound_reasons(r, b):
+    """The sentences for :func:`judge` where :func:`triplet_bounds` does not certify."""
+    out = []
+    sin, err, gap = b["sin_theta_bound"], b["sv_error_bound"], b["gap"]
+    if not np.isfinite(gap):
+        return [f"the subspace and values are unknown: {b['why_unknown']}"]
+    if not sin <= SUBSPACE_TOL:
+        if gap > 0:
+            out.append(f"sin theta of the top-{r} subspaces is only bounded by {sin:.3g} > "
+                       f"{SUBSPACE_TOL} (residual {b['residual']:.3g} over the certified gap "
+                       f"{gap:.3g})")
+        else:
+            # no numbers (they are in info["certificate"]: gap, deflated_upper): the same
+            # finding on many answers reads as one message
+            out.append(f"the top-{r} subspace is unknown: no positive gap between "
+                       f"sigma_{r}(G) and the norm of G outside the answer could be "
+                       f"certified (a cluster around s_{r}, or too few check passes to "
+                       "resolve it; the bounds are in info['certificate'])")
+    if not err <= VALUE_TOL:
+        out.append(f"the values are only certified to within {err:.3g} sigma_1(G) "
+                   f"(> {VALUE_TOL})")
+    return out
+
+
+def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=None):
+    """Run the certificates an answer's options ask for; ``lower, reliable, cert``.
+
+    ``n_passes`` passes of :func:`power_certificate` (lower bounds, missed directions and,
+    once both ``G V`` and ``G^T U`` are known, the bounds of :func:`triplet_bounds`), then
+    :func:`sampled_certificate` within ``budget`` entries (0: off), then :func:`judge`.
+    ``cert`` is ``info["certificate"]``: ``check_passes`` (passes spent), ``deflated``,
+    ``deflated_upper``, ``upper_kind``, ``residual``, ``gap``, ``sin_theta_bound``,
+    ``sv_error_bound`` (NaN where not computed), ``starts``, ``miss_probability``,
+    ``threshold``, ``sampled`` (None when off) and ``failed`` (the names of the checks that
+    failed, see :func:`judge`; ``["uncertified"]`` alone: no evidence against the answer,
+    but its subspace or values are not certified to 0.1, as on a cluster at ``s_r``).
+    """
+    N, M = src.shape
+    rank = s.size
+    lower, deflated, bounds = None, [], None
+    cert = {"check_passes": 0, "sampled": None}
+    if n_passes:
+        before = src.n_products
+        width = rank + CERT_EXTRA if n_extra is None else n_extra
+        pc = power_certificate(src, U, V, rank, n_passes, rng, width, fro2=known_fro2(src))
+        lower, d, width = pc["lower"], pc["deflated"], pc["width"]
+        passes = int(src.n_products - before)
+        deflated.append((d, f"{passes} product(s) of power iteration from {width} Gaussian "
+                            "starts"))
+        sin, err, gap = triplet_bounds(s, pc)
+        bounds = {"residual": float(pc["residual"]), "deflated_upper": pc["deflated_upper"],
+                  "upper_kind": pc["upper_kind"], "gap": gap, "sin_theta_bound": sin,
+                  "sv_error_bound": err}
+        if not np.isfinite(gap):
+            bounds["why_unknown"] = (
+                "a product was not finite" if np.isnan(d) else
+                f"{passes} pass(es) multiplied only one side (G V or G^T U), both are needed; "
+                "raise check_passes" if not np.isfinite(pc["residual"]) else
+                "no bound on the norm of G outside the answer")
+        cert.update(check_passes=passes, deflated=float(d), starts=int(width),
+                    miss_probability=power_miss_probability(2.0, passes, M - rank, width),
+                    **{k: v for k, v in bounds.items() if k != "why_unknown"})
+    pending = getattr(src, "setup_pending", None)
+    if budget >= 1 and callable(pending) and pending():
+        # Its first row would cost a whole pass over G, far over the budget: the check
+        # cannot run, and a check that cannot run leaves the answer unverified (NaN below).
+        reason = (f"not run: reading any row or column of this source first runs its set-up "
+                  f"pass ({N * M} entries), over the certificate's budget of {int(budget)}")
+        cert["sampled"] = {"kind": "sampled", "skipped": reason, "budget": int(budget)}
+        deflated.append((np.nan, "the sampled certificate (" + reason + "; run the set-up "
+                                 "first, e.g. setup='eager', or raise check_passes)"))
+    elif budget >= 1:
+        sampled = sampled_certificate(src, U, s, V, int(budget), rng)
+        deflated.append((sampled["deflated"], f"{sampled['rows']} random rows and "
+                                              f"{sampled['cols']} random columns"))
+        cert["sampled"] = sampled
+    cert["threshold"] = (1 + MISS_SLACK) * float(s[-1])
+    failed = []
+    reliable = judge(method, s, (N, M), dtype, lower=lower, deflated=deflated, bounds=bounds,
+                     advice=advice, failed=failed)
+    cert["failed"] = sorted(set(failed))
+    return lower, reliable, cert

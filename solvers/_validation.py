@@ -38,10 +38,10 @@ METHODS = (
 #: Options each method accepts through ``solvers.svd(..., **options)``.
 OPTIONS = {
     "tsvd": ("backend", "tol", "maxiter", "ncv"),
-    "rsvd": ("n_oversamples", "n_iter", "power_iteration_normalizer"),
-    "block_krylov": ("n_oversamples", "n_iter"),
+    "rsvd": ("n_oversamples", "n_iter", "power_iteration_normalizer", "check_passes"),
+    "block_krylov": ("n_oversamples", "n_iter", "check_passes"),
     "generalized_nystrom": ("n_oversamples", "left_factor", "rcond"),
-    "sym_nystrom": ("n_samples", "sampling", "orthogonalize", "core"),
+    "sym_nystrom": ("n_samples", "sampling", "orthogonalize", "core", "check_passes"),
     "asym_nystrom": (
         "n_samples",
         "n_rows",

@@ -10,7 +10,7 @@ from scipy import linalg
 from ._estimate import krylov_leave_one_out_error
 from ._result import SVDResult
 from ._validation import check_args, check_int
-from .rsvd import _finish_oriented, _orient, error_estimate_info
+from .rsvd import _finish_oriented, _orient, certify_answer, error_estimate_info
 
 __all__ = ["block_krylov"]
 
@@ -82,7 +82,7 @@ def _krylov_basis(work, block_size, n_iter, rng, dtype, record=None):
     return Q, AQ
 
 
-def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
+def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, check_passes=2):
     """Randomized block Krylov SVD (Musco & Musco 2015, Algorithm 2).
 
     Parameters
@@ -98,6 +98,10 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
     n_iter : int, default=4
         Krylov depth q: the basis has ``q + 1`` blocks, ``(q + 1) b`` vectors (at most
         ``min(N, M)``).
+    check_passes : int, default=2
+        Passes over ``G`` spent on the certificate (``info["reliable"]``), counted in
+        ``n_passes``; the same as :func:`rsvd`'s (its Notes, *Certificate*). 0 turns it
+        off.
 
     Returns
     -------
@@ -105,7 +109,8 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
         ``info["effort"]`` is ``n_iter`` (the depth: each step adds one block and two passes);
         ``info`` also has ``n_iter``, ``n_oversamples``, ``block_size``, ``basis_size``,
         ``transposed`` and, as for :func:`rsvd`, ``error_estimate`` (of
-        ``||G - U S V^T||_F``, absolute), ``error_estimate_kind`` and ``fro2``.
+        ``||G - U S V^T||_F``, absolute), ``error_estimate_kind`` and ``fro2``, and
+        ``reliable``, ``lower_bounds``, ``check_passes`` and ``certificate``.
 
     Notes
     -----
@@ -138,14 +143,14 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
       ``|u_i^T A A^T u_i - sigma_i^2| <= eps sigma_{r+1}^2``, against ``O(log(N) / eps)``
       for power iterations.
 
-    Passes over G: ``2 q + 2`` (``info["n_passes"]``): ``q + 1`` products with ``A`` build
-    ``A Q`` and ``q`` with ``A^T`` build ``Q`` (``b`` vectors each), one with ``A^T`` of all
-    ``(q + 1) b`` columns of ``Z`` forms ``Z^T A``: the same as :func:`rsvd` with
-    ``n_iter = q``. When ``Q`` fills ``R^M`` (``(q + 1) b >= min(N, M)``) the SVD of
-    ``A Q`` is already exact and the last pass is skipped: ``2 j + 1`` passes for the
-    ``j + 1`` blocks built. Storage: ``(q + 1) b`` vectors of length N and of length M.
-    Dense work: ``O((N + M) ((q + 1) b)^2)``. Float32 input is computed and returned in
-    float32.
+    Passes over G: ``2 q + 2`` plus ``check_passes`` (``info["n_passes"]``): ``q + 1``
+    products with ``A`` build ``A Q`` and ``q`` with ``A^T`` build ``Q`` (``b`` vectors
+    each), one with ``A^T`` of all ``(q + 1) b`` columns of ``Z`` forms ``Z^T A``: the same
+    as :func:`rsvd` with ``n_iter = q``. When ``Q`` fills ``R^M`` (``(q + 1) b >=
+    min(N, M)``) the SVD of ``A Q`` is already exact and the last pass is skipped:
+    ``2 j + 1`` passes for the ``j + 1`` blocks built. Storage: ``(q + 1) b`` vectors of
+    length N and of length M. Dense work: ``O((N + M) ((q + 1) b)^2)``. Float32 input is
+    computed and returned in float32.
 
     *Error estimate* (no extra product), as for :func:`rsvd`: the Frobenius gap
     ``||G||_F^2 - sum(s[:rank]^2)`` where the source knows ``||G||_F`` and the gap is
@@ -169,12 +174,12 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
     >>> G = rng.standard_normal((80, 5)) @ rng.standard_normal((5, 60))
     >>> res = block_krylov(G, 5, n_iter=2, random_state=0)
     >>> np.allclose(res.s, np.linalg.svd(G, compute_uv=False)[:5]), res.info["n_passes"]
-    (True, 6.0)
+    (True, 8.0)
     """
     t0 = time.perf_counter()
     chk = check_args(
         "block_krylov", G, rank, random_state, _validate, n_oversamples=n_oversamples,
-        n_iter=n_iter,
+        n_iter=n_iter, check_passes=check_passes,
     )
     opts, rank, src, dtype = chk.options, chk.rank, chk.source, chk.dtype
     work, block_size, transposed = _orient(src, rank, opts["n_oversamples"])
@@ -196,6 +201,8 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
         loo = (lambda: krylov_leave_one_out_error(R, sketch["C0"], sketch["H"])) \
             if block_size >= 2 else None
     estimate = error_estimate_info(src, s, rank, dtype, loo=loo, exact=filled)
+    checked = certify_answer("block_krylov", src, U, s[:rank], V, chk.rng, dtype,
+                             opts["check_passes"], transposed=transposed)
     result: SVDResult = _finish_oriented(
         U,
         s[:rank],
@@ -211,6 +218,7 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4):
         basis_size=Q.shape[1],
         transposed=transposed,
         **estimate,
+        **checked,
     )
     return result
 
@@ -219,4 +227,5 @@ def _validate(opts, rank, shape):
     """Options of :func:`block_krylov` (called by ``check_args`` after the common checks)."""
     opts["n_oversamples"] = check_int("n_oversamples", opts["n_oversamples"], 0)
     opts["n_iter"] = check_int("n_iter", opts["n_iter"], 0)
+    opts["check_passes"] = check_int("check_passes", opts["check_passes"], 0)
     return opts

@@ -19,14 +19,7 @@ import warnings
 import numpy as np
 from scipy import linalg
 
-from ._certificate import (
-    DEFAULT_BUDGET,
-    MISS_SLACK,
-    judge,
-    power_miss_probability,
-    product_certificate,
-    sampled_certificate,
-)
+from ._certificate import DEFAULT_BUDGET, certify
 from ._check import (
     CHECK_FACTOR,
     flag_inflated,
@@ -210,6 +203,7 @@ def sym_nystrom(
     sampling="uniform",
     orthogonalize=True,
     core="rank",
+    check_passes=2,
 ):
     """Classic Nyström (Williams & Seeger) on ``G G^T`` for U, then V and s from ``G^T U``.
 
@@ -235,14 +229,19 @@ def sym_nystrom(
         With ``orthogonalize=True``: approximate ``K = G G^T`` by ``C W_r^+ C^T`` (the top-r
         part of the core) or by ``C W^+ C^T`` (the whole floored pseudo-inverse, then
         truncated to rank: exact as soon as the sample spans ``K``'s range).
+    check_passes : int, default=2
+        Passes over ``G`` spent on the certificate (``info["reliable"]``), counted in
+        ``n_passes``: the one of :func:`rsvd` (its Notes, *Certificate*: values, missed
+        directions and the subspace by Wedin's theorem). 0 turns it off (the free check of
+        ``orthogonalize=False`` still runs).
 
     Returns
     -------
     SVDResult
         ``info["effort"]`` is ``n_samples``; ``info`` also has ``row_indices``,
         ``col_indices`` (None: no column sample), ``s_nystrom`` (``sqrt`` of the Nyström
-        eigenvalue estimates of ``G G^T``), ``numerical_rank``, ``entries_read`` and
-        ``reliable``.
+        eigenvalue estimates of ``G G^T``), ``numerical_rank``, ``entries_read``,
+        ``reliable``, ``lower_bounds``, ``check_passes`` and ``certificate``.
 
     Notes
     -----
@@ -263,7 +262,8 @@ def sym_nystrom(
     ``RuntimeWarning`` says so.
 
     Cost: ``2`` products with ``G`` or ``G.T`` (``O(N M n)`` flops) plus ``n M`` entries
-    (``1 + 1 + n / N`` passes; norm sampling adds one) and ``O(N n^2 + M n rank)`` dense work.
+    (``1 + 1 + n / N`` passes; norm sampling adds one; the certificate ``check_passes``) and
+    ``O(N n^2 + M n rank)`` dense work.
     Per sample it is far dearer than :func:`asym_nystrom`, which never multiplies.
 
     References
@@ -282,6 +282,7 @@ def sym_nystrom(
         sampling=sampling,
         orthogonalize=orthogonalize,
         core=core,
+        check_passes=check_passes,
     )
     from .sampling._basic import sample_indices
 
@@ -314,7 +315,14 @@ def sym_nystrom(
     if s.size < rank:
         U, s, V = _pad_triplets(U, s, V, rank, rng, "A sampled Gram block")
     s_nys = np.pad(s_nys, (0, max(0, rank - s_nys.size)))[:rank]
-    extra = {"row_indices": ridx, "col_indices": None, "s_nystrom": s_nys.astype(dtype)}
+    lower, certified, cert = certify("sym_nystrom", src, U, s, V, rng, dtype,
+                                     opts["check_passes"], 0, _ADVICE)
+    if not reliable:  # the raw values' own check found them inflated: evidence
+        cert["failed"] = sorted(set(cert["failed"]) | {"values"})
+    reliable = reliable and certified
+    extra = {"row_indices": ridx, "col_indices": None, "s_nystrom": s_nys.astype(dtype),
+             "lower_bounds": None if lower is None else lower.astype(dtype),
+             "check_passes": int(cert["check_passes"]), "certificate": cert}
     return _finish(
         U, s, V, "sym_nystrom", src, t0, dtype, opts, {"n_samples": opts["n_samples"]}, extra,
         kept, reliable,
@@ -336,6 +344,7 @@ def _validate_sym(opts, rank, shape):
     )
     opts["n_samples"] = n
     check_sample_size(rank, {"n_samples": n})
+    opts["check_passes"] = check_int("check_passes", opts["check_passes"], 0)
     return opts
 
 
@@ -356,7 +365,7 @@ def asym_nystrom(
     col_indices=None,
     orthogonalize=True,
     core=None,
-    check_passes=1,
+    check_passes=2,
     certificate_budget=None,
 ):
     """Asymmetric Nyström method (Tao et al. 2023) for the top singular triplets of ``G``.
@@ -397,11 +406,12 @@ def asym_nystrom(
         ``C (G[I, J])^+_eps R`` of Park & Nakatsukasa, computed through an SVD of the
         sampled columns. ``"paper"``: eq. (10) of Tao et al.
         on the block's top ``rank`` triplets, as the paper's tables used it. See Notes.
-    check_passes : int, default=1
-        Products with ``G`` or ``G.T`` spent on the a-posteriori check of the values (0
-        turns it off; the free checks still run). Each product also carries a block power
-        iteration on the deflated operator ``(I - U U^T) G (I - V V^T)`` that looks for
-        missed directions (see *Checks*). Counted in ``n_passes``/``entries_read``.
+    check_passes : int, default=2
+        Passes over ``G`` spent on the a-posteriori check (0 turns it off; the free checks
+        and the sampled certificate still run). Each pass (one ``sketch`` call where the
+        source has it) also carries a block power iteration on the deflated operator
+        ``(I - U U^T) G (I - V V^T)`` that looks for missed directions and bounds the
+        subspace (see *Checks*). Counted in ``n_passes``/``entries_read``.
     certificate_budget : float or None, default=None
         Entries the sampled certificate (random rows and columns of the residual, see
         *Checks*) may read, as a fraction of the entries the sample itself read; None means
@@ -516,9 +526,14 @@ def asym_nystrom(
     V^T)`` and columns of ``(I - U U^T) G`` bound the same deflated norms from below, so
     the same test applies, and a missed cluster holding a fraction ``w`` of the rows is
     caught with probability at least ``1 - (1 - w)^{n_r}``; they also estimate ``||G - U S
-    V^T||_F`` (``info["certificate"]["sampled"]``). Unreliable answers come back unchanged
-    with ``info["reliable"] = False`` and a ``RuntimeWarning``; an answer that passes (2)
-    is at most ``CHECK_FACTOR`` (1.5) times above the truth. The free bound
+    V^T||_F`` (``info["certificate"]["sampled"]``). (4) Once both ``G V`` and ``G^T U`` are
+    known (one ``sketch`` pass, else two), the residuals and an upper bound on the deflated
+    norm bound ``sin theta`` of both subspaces (Wedin) and every value's error (Weyl);
+    above 0.1 (``SUBSPACE_TOL``, ``VALUE_TOL`` times ``sigma_1``), or a gap that cannot be
+    certified, is unreliable (:func:`solvers._certificate.triplet_bounds`; the cost and
+    guarantee are those of :func:`rsvd`'s *Certificate*). Unreliable answers come back
+    unchanged with ``info["reliable"] = False`` and a ``RuntimeWarning``; an answer that
+    passes (2) is at most ``CHECK_FACTOR`` (1.5) times above the truth. The free bound
     (``oblique_norm <= CHECK_FACTOR``) certifies values, not directions: the products
     still run.
 
@@ -589,8 +604,9 @@ def asym_nystrom(
     own = int(src.n_block_entries) - (N * M if opts["sampling"] == "norm" else 0)
     lower, cert = None, {"check_passes": 0, "sampled": None}
     if reliable:
-        lower, reliable, cert = _certify("asym_nystrom", src, U, s, V, rng, dtype,
-                                         opts["check_passes"], opts["certificate_budget"] * own)
+        lower, reliable, cert = certify("asym_nystrom", src, U, s, V, rng, dtype,
+                                        opts["check_passes"], opts["certificate_budget"] * own,
+                                        _ADVICE)
     cert["certified_values"] = bool(certified)
     extra.update(lower_bounds=None if lower is None else lower.astype(dtype),
                  check_passes=int(cert["check_passes"]), certificate=cert)
@@ -599,38 +615,6 @@ def asym_nystrom(
     return _finish(
         U, s, V, "asym_nystrom", src, t0, dtype, opts, sizes, extra, numerical_rank, reliable
     )
-
-
-def _certify(method, src, U, s, V, rng, dtype, n_passes, budget):
-    """The checks of :mod:`solvers._certificate`: ``lower, reliable, info["certificate"]``."""
-    N, M = src.shape
-    rank = s.size
-    lower, deflated, cert = None, [], {"check_passes": 0, "sampled": None}
-    if n_passes:
-        before = src.n_products
-        lower, d, width = product_certificate(src, U, V, rank, n_passes, rng)
-        passes = int(src.n_products - before)
-        deflated.append((d, f"{passes} product(s) of power iteration from {width} Gaussian "
-                            "starts"))
-        cert.update(check_passes=passes, deflated=float(d), starts=int(width),
-                    miss_probability=power_miss_probability(2.0, passes, M - rank, width))
-    pending = getattr(src, "setup_pending", None)
-    if budget >= 1 and callable(pending) and pending():
-        # Its first row would cost a whole pass over G, far over the budget: the check
-        # cannot run, and a check that cannot run leaves the answer unverified (NaN below).
-        reason = (f"not run: reading any row or column of this source first runs its set-up "
-                  f"pass ({N * M} entries), over the certificate's budget of {int(budget)}")
-        cert["sampled"] = {"kind": "sampled", "skipped": reason, "budget": int(budget)}
-        deflated.append((np.nan, "the sampled certificate (" + reason + "; run the set-up "
-                                 "first, e.g. setup='eager', or raise check_passes)"))
-    elif budget >= 1:
-        sampled = sampled_certificate(src, U, s, V, int(budget), rng)
-        deflated.append((sampled["deflated"], f"{sampled['rows']} random rows and "
-                                              f"{sampled['cols']} random columns"))
-        cert["sampled"] = sampled
-    cert["threshold"] = (1 + MISS_SLACK) * float(s[-1])
-    reliable = judge(method, s, (N, M), dtype, lower=lower, deflated=deflated, advice=_ADVICE)
-    return lower, reliable, cert
 
 
 def _validate_asym(opts, rank, shape):

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from ksvd_bench.kernels import KERNELS, KernelSource, compat_data, kernel_matrix
 
-# 150 x 140 with the default tiles (128 x 64 for M = 140): 2 row tiles and 3 column tiles,
+# 300 x 140 with the default tiles (256 x 64 for M = 140): 2 row tiles and 3 column tiles,
 # neither dividing the shape
-N, M, D = 150, 140, 6
+N, M, D = 300, 140, 6
 LAYOUTS = ["dense", "sparse_x", "sparse_z", "sparse_both"]
 KW = {"gamma": 1.7, "degree": 3, "coef0": 0.5}
 
@@ -48,7 +48,7 @@ def test_from_points_equals_kernel_matrix(kernel, center, dtype, layout):
     X, Z = _points(layout, seed=len(layout))
     G = kernel_matrix(X, Z, kernel, center=center, **KW).astype(np.float64)
     S = KernelSource.from_points(X, Z, kernel, center=center, dtype=dtype, **KW)
-    assert (S.chunk_rows, S.chunk_cols) == (128, 64)
+    assert (S.chunk_rows, S.chunk_cols) == (256, 64)
     assert S.shape == (N, M) and S.dtype == dtype and S.compat is None
     tol = _tol(G, dtype)
     np.testing.assert_allclose(S.dense(), G, rtol=0, atol=tol)

@@ -334,10 +334,12 @@ def test_rpcholesky_with_one_pivot_answers_or_says_unreliable(kernel):
             res = solvers.asym_nystrom(src, 1, n_samples=1, sampling="rpcholesky",
                                        random_state=seed)
         assert np.all(np.isfinite(res.s)) and res.s[0] > 0.5 * se[0]
-        if res.info["reliable"]:
-            n_reliable += 1
-            assert res.s[0] <= 1.5 * se[0] and _sin(Ue, res.U) < 0.1, (seed, res.s / se)
-    assert n_reliable >= 3  # measured 5 (sne) and 3 (t) of 10; the rest are flagged
+        wrong = abs(res.s[0] - se[0]) > 0.1 * se[0] or _sin(Ue, res.U) > 0.1
+        n_reliable += res.info["reliable"]
+        assert not (wrong and res.info["reliable"]), (seed, res.s / se)
+    # one pivot overestimates s_1 by 13-75% on these kernels (wrong by issue 20's measure,
+    # 0.1 s_1): the certificate's value bound flags every one (it used to pass 3-5 of 10)
+    assert n_reliable == 0
 
 
 @pytest.mark.parametrize("gamma", [1e-2, 1e-3])

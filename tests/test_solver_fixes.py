@@ -54,7 +54,7 @@ def test_block_krylov_at_depth_zero_is_as_good_as_rsvd(p):
     assert np.all(bk.s >= rs.s * (1 - 1e-12))
     for mine, theirs, truth in ((bk.U, rs.U, U0), (bk.V, rs.V, V0)):
         assert sine(mine, truth[:, :5]) <= sine(theirs, truth[:, :5]) * (1 + 1e-6) + 1e-14
-    assert bk.info["n_passes"] == rs.info["n_passes"] == 2
+    assert bk.info["n_passes"] == rs.info["n_passes"] == 2 + 2  # + the certificate's 2
 
 
 @pytest.mark.parametrize("q", [0, 1, 2, 3])
@@ -70,7 +70,7 @@ def test_block_krylov_beats_rsvd_at_equal_passes(q):
     bk = solvers.block_krylov(G, 8, n_oversamples=4, n_iter=q, random_state=3)
     rs = solvers.rsvd(G, 8, n_oversamples=4, n_iter=q, random_state=3,
                       power_iteration_normalizer="QR")
-    assert bk.info["n_passes"] == rs.info["n_passes"] == 2 * q + 2
+    assert bk.info["n_passes"] == rs.info["n_passes"] == 2 * q + 2 + 2  # + certificate
     assert np.all(bk.s >= rs.s * (1 - 1e-10))
     assert np.all(bk.s <= s[:8] * (1 + 1e-12))
     err = [np.linalg.norm(G - r.U @ (r.U.T @ G), 2) for r in (bk, rs)]
@@ -117,9 +117,11 @@ def test_sym_nystrom_with_repeated_values():
     np.testing.assert_allclose(full5.s, d[:5], rtol=1e-12)
     best = (Q1[:, :5] * d[:5]) @ Q2[:, :5].T
     assert np.linalg.norm((full5.U * full5.s) @ full5.V.T - best) < 1e-12
-    # Rank 4 splits the pair (2, 2): any pair member is right, but U and V must match.
-    full4 = quiet(solvers.svd, G, 4, method="sym_nystrom", n_samples=60, random_state=0)
-    assert triplet_residual(G, full4) < 1e-12
+    # Rank 4 splits the pair (2, 2): any pair member is right, but U and V must match. The
+    # top-4 subspace is not determined (sigma_4 = sigma_5): the certificate says so.
+    with pytest.warns(RuntimeWarning, match="top-4 subspace is unknown"):
+        full4 = solvers.svd(G, 4, method="sym_nystrom", n_samples=60, random_state=0)
+    assert triplet_residual(G, full4) < 1e-12 and not full4.info["reliable"]
     part = solvers.svd(G, 5, method="sym_nystrom", n_samples=30, random_state=0)
     assert np.all(part.s <= d[:5] * (1 + 1e-12))
     np.testing.assert_allclose(np.einsum("ij,ij->j", part.U, G @ part.V), part.s, rtol=1e-12)
@@ -148,11 +150,16 @@ def test_asym_nystrom_stable_core_on_a_noisy_low_rank_matrix():
     U, s, Vt = np.linalg.svd(G)
     # the stable core's C W_eps^+ R sees all 8 directions; the paper's C W_4^+ R only 4
     for core, tol, sine_tol in (("stable", 1e-5, 1e-5), ("paper", 5e-2, 0.5)):
-        res = quiet(solvers.svd, G, 4, method="asym_nystrom", n_samples=30, core=core,
-                    random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore" if core == "paper" else "error")
+            res = solvers.svd(G, 4, method="asym_nystrom", n_samples=30, core=core,
+                              random_state=0)
         np.testing.assert_allclose(res.s, s[:4], rtol=tol)
         assert sine(res.U, U[:, :4]) < sine_tol and sine(res.V, Vt[:4].T) < sine_tol
-        assert res.info["reliable"]
+        # the paper's subspace is 0.2 off (wrong by issue 20's measure): the subspace
+        # certificate flags it; the stable core's is certified
+        wrong = max(sine(res.U, U[:, :4]), sine(res.V, Vt[:4].T)) > 0.1
+        assert res.info["reliable"] == (core == "stable") == (not wrong)
     assert res.info["n_rows"] == 30  # paper: n = m
     stable = solvers.svd(G, 4, method="asym_nystrom", n_samples=30, random_state=0)
     assert stable.info["n_rows"] == 60 and stable.info["core"] == "stable"
@@ -179,7 +186,9 @@ def test_asym_nystrom_partial_samples_are_flagged_or_within_the_factor(core):
             assert np.all(res.s <= 1.5 * s[:3] * (1 + 1e-12))
         flagged += warned
         assert not np.isclose(res.s[0], np.linalg.norm(G))  # never the Frobenius bound
-    assert 0 < flagged < 8  # both kinds occur: the test exercises the check
+    # 4 columns for rank 3 on this spectrum: every answer's subspace is 0.4 to 1.0 off (issue
+    # 20's measure calls them all wrong), and the subspace certificate flags every one
+    assert flagged == 8
 
 
 def heavy_problem(seed=0):
@@ -234,7 +243,7 @@ def test_asym_nystrom_rpcholesky_on_a_point_source():
                       random_state=0)
     np.testing.assert_allclose(res.s, s[:5], rtol=1e-2)
     assert sine(res.U, U[:, :5]) < 2e-2 and res.info["reliable"]
-    assert res.info["n_passes"] < 1.5  # its reads (a fraction of a pass) plus the check
+    assert res.info["n_passes"] < 2.5  # its reads (a fraction of a pass) plus 2 check passes
 
 
 # -- generalized Nyström: flagged inflation ------------------------------------------------------
@@ -271,7 +280,9 @@ def test_generalized_nystrom_defaults_hold_on_clustered_points():
 
 @pytest.mark.parametrize(("method", "opts"), [
     ("tsvd", {}), ("rsvd", {}), ("block_krylov", {}), ("generalized_nystrom", {}),
-    ("sym_nystrom", {"n_samples": 20}), ("asym_nystrom", {"n_samples": 20}),
+    # sym_nystrom: 20 to 40 Gram columns for rank 3 leave its subspace 0.11-0.17 off
+    # (flagged); 60 (all rows) are exact
+    ("sym_nystrom", {"n_samples": 60}), ("asym_nystrom", {"n_samples": 20}),
 ])
 def test_every_method_reports_reliable(method, opts):
     rng = np.random.default_rng(5)
