@@ -98,7 +98,6 @@ from ._source import as_source
 __all__ = [
     "MISS_SLACK",
     "DEFAULT_BUDGET",
-    "product_certificate",
     "sampled_certificate",
     "power_miss_probability",
     "catch_probability",
@@ -324,17 +323,6 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
     upper, kind = min(bounds)
     out.update(deflated_upper=float(upper), upper_kind=kind)
     return out
-
-
-def product_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA):
-    """Lower bounds on ``sigma_1..k(G)`` and on ``||(I - U U^T) G (I - V V^T)||_2``.
-
-    :func:`power_certificate` without the residual bounds: returns ``lower`` (k,),
-    ``deflated`` (float, NaN when a product was not finite) and ``width`` (the Gaussian
-    starts per side).
-    """
-    out = power_certificate(src, U, V, k, n_passes, rng, n_extra)
-    return out["lower"], out["deflated"], out["width"]
 
 
 def triplet_bounds(s, cert):

@@ -12,8 +12,8 @@ from solvers._certificate import (
     MISS_SLACK,
     catch_probability,
     judge,
+    power_certificate,
     power_miss_probability,
-    product_certificate,
     sampled_certificate,
 )
 
@@ -92,8 +92,8 @@ def test_the_stated_failure_probability_holds():
     U = np.eye(50)[:, :k]
     for passes in (1, 2, 3):
         misses = sum(
-            product_certificate(solvers._source.as_source(G), U, V, k, passes,
-                                np.random.default_rng(seed), n_extra=1)[1] <= theta
+            power_certificate(solvers._source.as_source(G), U, V, k, passes,
+                              np.random.default_rng(seed), n_extra=1)["deflated"] <= theta
             for seed in range(200)
         )
         bound = power_miss_probability(t / theta, passes, M - k, width=1)
