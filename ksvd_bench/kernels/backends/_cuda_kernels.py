@@ -4,10 +4,11 @@ Each thread block of ``NT`` threads (a ``TY x TX`` grid, 16 x 8 on a GPU) comput
 of ``G`` at a time: it stages its rows of ``X`` and columns of ``Z`` in shared memory, ``d``
 in chunks of ``DC``, each thread accumulates the cross products of ``TR/TY`` rows by
 ``TC/TX`` columns in registers (register blocking: each value loaded from shared memory
-feeds several multiply-adds), turns them into kernel values and writes the tile to shared
-memory (:func:`_device_functions`, ``tile_values``); then the same threads multiply the tile
-into their outputs, each owning several rows and several columns of the result, again in
-registers. The kernels are that tile step inside the loop each pass needs:
+feeds several multiply-adds), turns them into kernel values in place and writes them to
+shared memory, a slab of columns at a time (:func:`_device_functions`, ``values_tile``);
+then the same threads multiply each slab into their outputs, each owning several rows and
+several columns of the result, again in registers. The kernels are that tile step inside
+the loop each pass needs:
 
 * ``G @ Omega`` alone (:func:`_row_pass`): one block per tile of ``TR`` rows owns those rows
   of the result and walks the column tiles in order.
@@ -26,7 +27,12 @@ both Numba CUDA targets and the CUDA simulator run (shared memory, local arrays,
 :mod:`._cuda_import`). :func:`variants` lists every compiled variant, for compiling them
 ahead of time without a GPU (``ksvd_bench.kernels.backends.cuda_kernel_resources``).
 
-Layouts. :data:`GPU_LAYOUT` holds the tile shapes tuned for a GPU. Numba's simulator runs
+Layouts. :data:`GPU_LAYOUT` holds the tile shapes tuned for a GPU, measured on an H200
+(``benchmarks/recorded/passes/README.md``): a pass there is bound by how many warps an SM
+keeps eligible, not by the multiply-adds (ncu: 0.43 instructions issued per scheduler and
+cycle at 8 warps per SM), so the float32 passes ask for 4 blocks per SM (launch bounds:
+at most 128 registers, no spills) rather than larger register tiles (8 x 8 per thread at
+2 blocks per SM was slower), and staging costs a few instructions per value. Numba's simulator runs
 each CUDA thread as a Python thread, so there (:data:`SIM_LAYOUT`) the same code runs with
 16-thread blocks and small tiles: a tiny test matrix is then cut into several tiles instead
 of being padded to one large one, which keeps the simulator tests fast and still exercises
@@ -62,30 +68,44 @@ cuda = import_cuda()  # ImportError / CudaUnavailableError, each saying what is 
 
 #: A block's thread grid and tiles. ``ty x tx`` threads per block (powers of two; rows of a
 #: tile are spread over ``ty``, columns over ``tx``); ``sum_threads``: threads per block of
-#: the elementwise partial-sum kernel; ``configs``: ``(TR, TC, DC, CY_MAX)`` per storage
-#: dtype, a tile of TR rows by TC columns of G, d staged DC at a time, at most
-#: ``tx * CY_MAX`` operand columns per block. "row": passes owning rows (``G @ Omega``,
-#: set-up row statistics, blocks); "col": passes owning columns. ``row_group``: column tiles
-#: whose products ``G @ Omega`` sums in the compute type before it adds them to the float64
-#: result (a float32 partial then spans ``row_group * TC`` columns: 128 on the GPU).
+#: the elementwise partial-sum kernel; ``configs``: ``(TR, TC, DC, CY_MAX, NS, MB)`` per
+#: storage dtype and kernel family, a tile of TR rows by TC columns of G, d staged DC at a
+#: time, at most ``tx * CY_MAX`` operand columns per block, the tile's values multiplied in
+#: NS slabs of ``TC / NS`` columns, and launch bounds asking ptxas for MB blocks per SM (0:
+#: none); NS slabs (a thread's cross products of the whole tile stay in registers, the
+#: values go through shared memory one slab at a time, which keeps large tiles within 48
+#: KiB). "row": passes owning rows (``G @ Omega``); "col": passes owning columns; "set":
+#: the set-up statistics and blocks (row statistics and blocks take the first two numbers,
+#: centring sums all four of "setcol"). ``row_group``: terms of a product that a thread sums
+#: in the compute type before it adds them to the float64 result (whole tiles: at least one).
 Layout = collections.namedtuple("Layout", ["name", "ty", "tx", "sum_threads", "configs",
                                            "row_group"])
 
+_F4, _F8 = np.dtype(np.float32), np.dtype(np.float64)
 #: The GPU's layout. Static shared memory stays below 48 KiB in every kernel (float32 row
-#: pass: 16.6 + 8.3 + 8.4 + 8.2 KiB).
+#: pass: 8.5 + 4.3 + 16.5 + 12 KiB). The float32 row pass holds 8 x 8 cross products per
+#: thread (16 loads from shared memory feed 64 multiply-adds) and 8 x cy products.
 GPU_LAYOUT = Layout("gpu", 16, 8, 256, {
-    (np.dtype(np.float32), "row"): (64, 32, 64, 8),
-    (np.dtype(np.float32), "col"): (32, 64, 32, 8),
-    (np.dtype(np.float64), "row"): (64, 32, 16, 4),
-    (np.dtype(np.float64), "col"): (32, 32, 16, 4),
-}, 4)
+    (_F4, "row"): (64, 64, 16, 6, 2, 4),
+    (_F4, "col"): (64, 64, 8, 6, 1, 4),
+    (_F8, "row"): (64, 32, 16, 4, 1, 0),
+    (_F8, "col"): (32, 32, 16, 4, 1, 0),
+    (_F4, "setrow"): (64, 32, 64, 1, 1, 0),
+    (_F4, "setcol"): (32, 64, 32, 1, 1, 0),
+    (_F8, "setrow"): (64, 32, 16, 1, 1, 0),
+    (_F8, "setcol"): (32, 32, 16, 1, 1, 0),
+}, 128)
 #: The simulator's layout (see the module docstring): the same constraints, small tiles.
 SIM_LAYOUT = Layout("simulator", 4, 4, 32, {
-    (np.dtype(np.float32), "row"): (8, 8, 4, 2),
-    (np.dtype(np.float32), "col"): (4, 8, 4, 2),
-    (np.dtype(np.float64), "row"): (8, 8, 4, 2),
-    (np.dtype(np.float64), "col"): (4, 8, 4, 2),
-}, 2)
+    (_F4, "row"): (8, 8, 4, 2, 2, 0),
+    (_F4, "col"): (4, 8, 4, 2, 1, 0),
+    (_F8, "row"): (8, 8, 4, 2, 2, 0),
+    (_F8, "col"): (4, 8, 4, 2, 1, 0),
+    (_F4, "setrow"): (8, 8, 4, 1, 1, 0),
+    (_F4, "setcol"): (4, 8, 4, 1, 1, 0),
+    (_F8, "setrow"): (8, 8, 4, 1, 1, 0),
+    (_F8, "setcol"): (4, 8, 4, 1, 1, 0),
+}, 16)
 #: the layout of this process: the simulator's under ``NUMBA_ENABLE_CUDASIM=1``
 LAYOUT = SIM_LAYOUT if simulated() else GPU_LAYOUT
 TY, TX = LAYOUT.ty, LAYOUT.tx
@@ -104,44 +124,62 @@ def _check_layout(layout):
     nt = ty * tx
     if ty & (ty - 1) or tx & (tx - 1):
         raise ValueError(f"layout {layout.name}: ty and tx must be powers of two (masks)")
-    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
-        tr, tc, _, _ = layout.configs[(dtype, "row")]
-        cr, cc, _, _ = layout.configs[(dtype, "col")]
-        if tr % ty or tc % tx or cr % ty or cc % tx or cc % ty:
-            raise ValueError(f"layout {layout.name}: tiles must split evenly over threads")
+    for dtype in (_F4, _F8):
+        for fam in ("", "set"):
+            tr, tc, _, _, ns, _ = layout.configs[(dtype, fam + "row")]
+            cr, cc, _, _, cns, _ = layout.configs[(dtype, fam + "col")]
+            if tr % ty or tc % tx or cr % ty or cc % tx or cc % ty:
+                raise ValueError(f"layout {layout.name}: tiles must split evenly over threads")
+            if tc % (ns * tx) or cns != 1:
+                raise ValueError(f"layout {layout.name}: row-pass slabs must split the "
+                                 f"tile's columns evenly over threads; no column-pass slabs")
+            for dc, rows in ((layout.configs[(dtype, fam + "row")][2], (tr, tc)),
+                             (layout.configs[(dtype, fam + "col")][2], (cr, cc))):
+                if dc & (dc - 1) or nt % dc or any(r % (nt // dc) for r in rows):
+                    raise ValueError(f"layout {layout.name}: DC must be a power of two "
+                                     f"dividing the threads, and NT / DC divide the tiles")
+        tr = layout.configs[(dtype, "setrow")][0]
+        cr, cc = layout.configs[(dtype, "setcol")][:2]
         if tr > nt:  # row_stats: thread r < TR owns row r
             raise ValueError(f"layout {layout.name}: TR must not exceed the block's threads")
         if cc + cr > nt:  # center_stats: threads own the columns, then the rows, of a tile
-            raise ValueError(f"layout {layout.name}: TC + TR of 'col' exceeds the threads")
+            raise ValueError(f"layout {layout.name}: TC + TR of 'setcol' exceeds the threads")
     return layout
 
 
 # ----------------------------------------------------------------------- build constants
 #: the compile-time constants of one build (shapes of shared and local arrays must be
-#: constants): storage type ``FT``, thread grid, both tile configurations, operand width
+#: constants): storage type ``FT``, thread grid, both tile configurations of one family
+#: (the passes' or the set-up's), operand width
 Shape = collections.namedtuple("Shape", [
     "FT", "F8", "TY", "TX", "NT", "TXB", "cy", "KC",
     "TR", "TC", "DC", "RR", "RC",  # "row" tiles and a thread's rows and columns of one
+    "NS", "SW", "SC",  # row pass: slabs of a tile, columns of G and of a thread per slab
     "CR", "CC", "CD", "CRR", "CRC", "WR",  # "col" tiles; WR: G.T @ Psi rows per thread
-    "RG",  # row pass: column tiles summed in the compute type before a float64 add
+    "RG", "CG",  # row (col) pass: tiles summed in the compute type before a float64 add
+    "LB", "CLB",  # launch bounds of the row (col) pass, or None
 ])
 
 
-def _shape(dtype, cy, layout):
+def _shape(dtype, cy, layout, family=""):
     ty, tx = layout.ty, layout.tx
-    TR, TC, DC, _ = layout.configs[(dtype, "row")]
-    CR, CC, CD, _ = layout.configs[(dtype, "col")]
+    TR, TC, DC, _, NS, MB = layout.configs[(dtype, family + "row")]
+    CR, CC, CD, _, _, CMB = layout.configs[(dtype, family + "col")]
+    nt = ty * tx
     ft = cuda.types.float32 if dtype == np.float32 else cuda.types.float64
     return Shape(FT=ft, F8=cuda.types.float64, TY=ty, TX=tx, NT=ty * tx,
                  TXB=tx.bit_length() - 1, cy=cy, KC=tx * cy, TR=TR, TC=TC, DC=DC,
-                 RR=TR // ty, RC=TC // tx, CR=CR, CC=CC, CD=CD, CRR=CR // ty, CRC=CC // tx,
-                 WR=CC // ty, RG=layout.row_group)
+                 RR=TR // ty, RC=TC // tx, NS=NS, SW=TC // NS, SC=TC // NS // tx, CR=CR,
+                 CC=CC, CD=CD, CRR=CR // ty, CRC=CC // tx, WR=CC // ty,
+                 RG=max(1, layout.row_group // TC), CG=max(1, layout.row_group // CR),
+                 LB=(nt, MB) if MB else None, CLB=(nt, CMB) if CMB else None)
 
 
 # ----------------------------------------------------------------------- device functions
 def _device_functions(s):
     """The pieces every kernel shares, for the constants ``s`` (:class:`Shape`)."""
     FT, F8, TY, TX, NT, TXB, cy = s.FT, s.F8, s.TY, s.TX, s.NT, s.TXB, s.cy
+    U8 = cuda.types.uint64
     dev = cuda.jit(device=True, inline="always")
 
     @dev
@@ -158,20 +196,30 @@ def _device_functions(s):
         """``dst[r, t] = P[row(i0 + r), c0 + t]`` (zero outside ``i0 + r < n``, ``c0 + t < d``).
 
         ``row(i) = idx[i]`` when ``idx`` is non-empty (gathered blocks), else ``i``.
-        Consecutive threads read consecutive features of a point (coalesced).
+        Consecutive threads read consecutive features of a point (coalesced). Each thread
+        keeps one feature and walks rows in a counted loop: no division, and the indices
+        are unsigned (no negative-index wraparound), so a staged value costs a few
+        instructions (it cost about 90 with a flat index).
         """
         nr = dst.shape[0]
-        dc = dst.shape[1] - 1  # one column of padding
-        for e in range(tid, nr * dc, NT):
-            r = e // dc
-            t = e - r * dc
-            i = i0 + r
-            c = c0 + t
-            v = FT(0.0)
-            if i < n and c < d:
-                ii = idx[i] if idx.shape[0] > 0 else i
-                v = P[ii, c]
-            dst[r, t] = v
+        dc = dst.shape[1] - 1  # one column of padding; a power of two dividing NT
+        t = tid & (dc - 1)
+        step = NT // dc  # divides nr (_check_layout)
+        c = c0 + t
+        cu = U8(min(c, d - 1))  # clamped, not branched: every load is in bounds
+        last = n - 1
+        if idx.shape[0] > 0:
+            for q in range(nr // step):
+                r = tid // dc + step * q
+                i = i0 + r
+                v = P[U8(idx[U8(min(i, last))]), cu]
+                dst[r, t] = v if c < d and i < n else FT(0.0)
+        else:
+            for q in range(nr // step):
+                r = tid // dc + step * q
+                i = i0 + r
+                v = P[U8(min(i, last)), cu]
+                dst[r, t] = v if c < d and i < n else FT(0.0)
 
     @dev
     def cross_step(sX, sZ, t, acc, ra, rb, ty, tx, rr, rc):
@@ -185,22 +233,22 @@ def _device_functions(s):
                 acc[r * rc + c] += ra[r] * rb[c]
 
     @dev
-    def mac_step(sA, sB, t, part, ra, ob, ty, tx, rr, transposed):
-        """``part[r, c] += A[r, t] * sB[t, tx + TX c]`` for the thread's rows ``ty + TY r``.
+    def mac_step(sA, sB, t, b0, part, ra, ob, ty, tx, rr, transposed):
+        """``part[r, c] += A[r, t] * sB[b0 + t, tx + TX c]`` for the thread's rows ``ty + TY r``.
 
         ``A = sA`` (rows of the tile) or, ``transposed``, ``sA.T`` (columns of the tile).
         """
         for r in range(rr):
             ra[r] = sA[t, ty + TY * r] if transposed else sA[ty + TY * r, t]
         for c in range(cy):
-            ob[c] = sB[t, tx + TX * c]
+            ob[c] = sB[b0 + t, tx + TX * c]
         for r in range(rr):
             for c in range(cy):
                 part[r * cy + c] += ra[r] * ob[c]
 
     @dev
-    def mac(sA, sB, nt, part, ra, ob, ty, tx, rr, transposed, clear=True):
-        """``part = sum_t A[r, t] * sB[t, c]`` over ``t < nt`` (compute type, in order);
+    def mac(sA, sB, nt, part, ra, ob, ty, tx, rr, transposed, clear=True, b0=0):
+        """``part = sum_t A[r, t] * sB[b0 + t, c]`` over ``t < nt`` (compute type, in order);
         ``clear`` False adds to ``part``.
 
         A plain counted loop, two steps at a time: leaner than ``range`` on the GPU.
@@ -210,11 +258,11 @@ def _device_functions(s):
                 part[q] = FT(0.0)
         t = 0
         while t + 1 < nt:
-            mac_step(sA, sB, t, part, ra, ob, ty, tx, rr, transposed)
-            mac_step(sA, sB, t + 1, part, ra, ob, ty, tx, rr, transposed)
+            mac_step(sA, sB, t, b0, part, ra, ob, ty, tx, rr, transposed)
+            mac_step(sA, sB, t + 1, b0, part, ra, ob, ty, tx, rr, transposed)
             t += 2
         if t < nt:
-            mac_step(sA, sB, t, part, ra, ob, ty, tx, rr, transposed)
+            mac_step(sA, sB, t, b0, part, ra, ob, ty, tx, rr, transposed)
 
     @dev
     def cross(X, Z, xidx, zidx, i0, n, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid, load_x,
@@ -251,29 +299,13 @@ def _device_functions(s):
         return dist if dist > FT(0.0) else FT(0.0)
 
     @dev
-    def value(cr, xi, zj, kind, g, coef0, degree, sh, sc):
-        """The kernel value of one entry (compute type) from its cross product ``cr``.
-
-        As the CPU backend: exp kernels ``exp(min((sh - d) g, 0)) * sc``, t ``sc / (1 +
-        d g)``, linear ``cr``, poly ``(cr + coef0) ** degree``; the exponent, t and poly
-        in float64.
+    def row_consts(shift, scale, xx, idx, i0, n, tid, sh, sc, xi):
+        """The tile's rows' shift, scale and squared norm (0, 1, 0 outside the range), in
+        the shared arrays ``sh``, ``sc``, ``xi`` (registers would hold 5 per row: too many
+        beside the cross products). The caller syncs before they are read.
         """
-        if kind == LINEAR:
-            return cr
-        if kind == POLY:
-            return FT((F8(cr) + coef0) ** degree)
-        dist = F8(distance(cr, xi, zj))
-        if kind == T:
-            return FT(sc * (1.0 / (1.0 + dist * g)))
-        x = (sh - dist) * g
-        x = x if x < 0.0 else 0.0
-        return FT(math.exp(FT(x))) * FT(sc)
-
-    @dev
-    def row_consts(shift, scale, xx, idx, i0, n, ty, sh, sc, xi, rr):
-        """A thread's rows' shift, scale and squared norm (0, 1, 0 outside the range)."""
-        for r in range(rr):
-            i = i0 + ty + TY * r
+        for r in range(tid, sh.shape[0], NT):
+            i = i0 + r
             sh[r] = 0.0
             sc[r] = 1.0
             xi[r] = FT(0.0)
@@ -284,20 +316,64 @@ def _device_functions(s):
                 xi[r] = xx[ii]
 
     @dev
-    def values_tile(acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, sK, ty,
-                    tx, rr, rc):
-        """Write the tile's kernel values to ``sK`` (zero outside the matrix)."""
+    def values_inplace(acc, xi, zz, zidx, j0, m, kind, g, coef0, degree, sh, sc, zj, ty, tx,
+                       rr, rc):
+        """``acc[r * rc + c]`` (a cross product) becomes the kernel value of its entry.
+
+        As the CPU backend: exp kernels ``exp(min((sh - d) g, 0)) * sc``, t ``sc / (1 +
+        d g)``, linear ``cr``; the exponent and t in float64. One loop per kind, each body
+        small enough that the compiler unrolls it: every index into ``acc`` is then a
+        constant, and ``acc`` stays in registers. Poly is left to :func:`values_tile`
+        (float64 ``**`` is too long a body to unroll 64 times).
+        """
         for c in range(rc):
             j = j0 + tx + TX * c
-            zj = FT(0.0)
+            v = FT(0.0)
             if j < m:
-                zj = zz[zidx[j] if zidx.shape[0] > 0 else j]
-            for r in range(rr):
-                v = FT(0.0)
-                if j < m and i0 + ty + TY * r < n:
-                    v = value(acc[r * rc + c], xi[r], zj, kind, g, coef0, degree, sh[r],
-                              sc[r])
-                sK[ty + TY * r, tx + TX * c] = v
+                v = zz[zidx[j] if zidx.shape[0] > 0 else j]
+            zj[c] = v
+        if kind == T:
+            for c in range(rc):
+                for r in range(rr):
+                    row = ty + TY * r
+                    dist = F8(distance(acc[r * rc + c], xi[row], zj[c]))
+                    acc[r * rc + c] = FT(sc[row] * (1.0 / (1.0 + dist * g)))
+        elif kind != LINEAR and kind != POLY:
+            for c in range(rc):
+                for r in range(rr):
+                    row = ty + TY * r
+                    x = (sh[row] - F8(distance(acc[r * rc + c], xi[row], zj[c]))) * g
+                    x = x if x < 0.0 else 0.0
+                    acc[r * rc + c] = FT(math.exp(FT(x))) * FT(sc[row])
+
+    @dev
+    def values_tile(acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, zj, sK,
+                    ty, tx, rr, rc, c_lo=0, nc=-1):
+        """Write the tile's kernel values to ``sK`` (zero outside the matrix): the thread's
+        columns ``c_lo <= c < c_lo + nc`` (all ``rc`` when ``nc < 0``) of its cross
+        products, column ``tx + TX c`` of the tile to column ``tx + TX (c - c_lo)`` of ``sK``.
+
+        Turns ``acc`` into the values first (:func:`values_inplace`) when ``c_lo == 0``.
+        """
+        if c_lo == 0:
+            values_inplace(acc, xi, zz, zidx, j0, m, kind, g, coef0, degree, sh, sc, zj, ty,
+                           tx, rr, rc)
+        c_hi = rc if nc < 0 else c_lo + nc
+        for c in range(rc):  # all of them, so that acc's indices are constants (registers)
+            if c_lo <= c < c_hi:
+                j_ok = j0 + tx + TX * c < m
+                for r in range(rr):
+                    v = acc[r * rc + c]
+                    ok = j_ok and i0 + ty + TY * r < n
+                    sK[ty + TY * r, tx + TX * (c - c_lo)] = v if ok else FT(0.0)
+        if kind == POLY:  # in place in sK, each thread its own entries: a rolled loop
+            ncs = c_hi - c_lo
+            for e in range(rr * ncs):
+                r = e // ncs
+                col = tx + TX * (e - r * ncs)
+                if j0 + col + TX * c_lo < m and i0 + ty + TY * r < n:
+                    v = sK[ty + TY * r, col]
+                    sK[ty + TY * r, col] = FT((F8(v) + coef0) ** degree)
 
     @dev
     def tile_values(X, Z, zz, xidx, zidx, i0, n, j0, m, d, kind, g, coef0, degree, sh, sc,
@@ -307,10 +383,11 @@ def _device_functions(s):
         :func:`cross` then :func:`values_tile`; the rows' constants ``sh``, ``sc``, ``xi``
         come from :func:`row_consts`. The caller syncs before reading ``sK``.
         """
+        zj = rb  # the columns' squared norms: rb's cross-product role has ended
         cross(X, Z, xidx, zidx, i0, n, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid, load_x,
               load_z, rr, rc)
-        values_tile(acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, sK, ty,
-                    tx, rr, rc)
+        values_tile(acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, zj, sK,
+                    ty, tx, rr, rc)
 
     @dev
     def load_operand(dst, V, r0, nr, c0, nc):
@@ -340,55 +417,69 @@ def _device_functions(s):
 
     return types.SimpleNamespace(
         thread=thread, cross=cross, distance=distance, row_consts=row_consts,
-        tile_values=tile_values, load_operand=load_operand, mac=mac, store=store)
+        values_tile=values_tile, tile_values=tile_values, load_operand=load_operand, mac=mac,
+        store=store)
 
 
 # ----------------------------------------------------------------------- kernels
+def _jit(bounds):
+    """``cuda.jit``, with launch bounds ``(threads, blocks per SM)`` unless None (the
+    simulator takes none: its layouts ask for none)."""
+    return cuda.jit if bounds is None else cuda.jit(launch_bounds=bounds)
+
+
 def _row_pass(s, f):
     FT, F8, TR, TC, KC, RR, RC, cy = s.FT, s.F8, s.TR, s.TC, s.KC, s.RR, s.RC, s.cy
-    DC1, TC1 = s.DC + 1, TC + 1  # +1: padding against bank conflicts
+    NS, SW, SC = s.NS, s.SW, s.SC
+    DC1, SW1 = s.DC + 1, SW + 1  # +1: padding against bank conflicts
     NRC, NRY, RG = RR * RC, RR * cy, s.RG
-    thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
+    thread, row_consts, cross, values_tile = f.thread, f.row_consts, f.cross, f.values_tile
     load_operand, mac, store = f.load_operand, f.mac, f.store
 
-    @cuda.jit
+    @_jit(s.LB)
     def row_pass(X, Z, xx, zz, noidx, a, b, d, kind, g, coef0, degree, shift, scale, Om, Y):
         """``Y[i - a] = G[i] @ Om`` for the rows ``[a, b)``; block (row tile, column chunk).
 
-        Each thread owns RR rows by ``cy`` columns of ``Y``: the products of ``RG`` tiles
-        are summed in the compute type, then added to ``Y`` (float64, in global memory),
-        group after group in order. No float64 accumulators in registers: they would
-        halve the blocks an SM holds.
+        Each thread holds the cross products of RR rows by RC columns of a tile and owns RR
+        rows by ``cy`` columns of ``Y``. The tile's values go through shared memory in NS
+        slabs of SW columns, each multiplied into the products at once; the products of
+        ``RG`` tiles are summed in the compute type, then added to ``Y`` (float64, in
+        global memory), group after group in order. No float64 accumulators in registers:
+        they would halve the blocks an SM holds.
         """
         sX = cuda.shared.array((TR, DC1), FT)
         sZ = cuda.shared.array((TC, DC1), FT)
-        sK = cuda.shared.array((TR, TC1), FT)
+        sK = cuda.shared.array((TR, SW1), FT)
         sO = cuda.shared.array((TC, KC), FT)
         acc = cuda.local.array(NRC, FT)
         ra = cuda.local.array(RR, FT)
         rb = cuda.local.array(RC, FT)
         ob = cuda.local.array(cy, FT)
         part = cuda.local.array(NRY, FT)
-        sh = cuda.local.array(RR, F8)
-        sc = cuda.local.array(RR, F8)
-        xi = cuda.local.array(RR, FT)
+        sh = cuda.shared.array(TR, F8)
+        sc = cuda.shared.array(TR, F8)
+        xi = cuda.shared.array(TR, FT)
         tid, ty, tx = thread()
         i0 = a + cuda.blockIdx.x * TR
         kc0 = cuda.blockIdx.y * KC
         m = Z.shape[0]
         k = Om.shape[1]
-        row_consts(shift, scale, xx, noidx, i0, b, ty, sh, sc, xi, RR)
+        row_consts(shift, scale, xx, noidx, i0, b, tid, sh, sc, xi)
         n_tiles = (m + TC - 1) // TC
         for t in range(n_tiles):
             j0 = t * TC
             load_operand(sO, Om, j0, m, kc0, k)
-            tile_values(X, Z, zz, noidx, noidx, i0, b, j0, m, d, kind, g, coef0, degree, sh,
-                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, t == 0, True, RR, RC)
-            cuda.syncthreads()
-            mac(sK, sO, TC, part, ra, ob, ty, tx, RR, False, t % RG == 0)
+            cross(X, Z, noidx, noidx, i0, b, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid,
+                  t == 0, True, RR, RC)
+            for h in range(NS):
+                values_tile(acc, xi, zz, noidx, j0, m, i0, b, kind, g, coef0, degree, sh,
+                            sc, rb, sK, ty, tx, RR, RC, h * SC, SC)
+                cuda.syncthreads()
+                mac(sK, sO, SW, part, ra, ob, ty, tx, RR, False, t % RG == 0 and h == 0,
+                    h * SW)
+                cuda.syncthreads()
             if t % RG == RG - 1 or t == n_tiles - 1:
                 store(Y, part, i0, b, a, kc0, k, ty, tx, RR, t >= RG)
-            cuda.syncthreads()
 
     return row_pass
 
@@ -397,11 +488,11 @@ def _col_pass(s, f):
     FT, F8, CR, CC, KC, CRR, CRC, WR, cy = (s.FT, s.F8, s.CR, s.CC, s.KC, s.CRR, s.CRC,
                                             s.WR, s.cy)
     CD1, CC1 = s.CD + 1, CC + 1  # +1: padding against bank conflicts
-    NCC, NCY, NWY, RG = CRR * CRC, CRR * cy, WR * cy, s.RG
+    NCC, NCY, NWY, RG = CRR * CRC, CRR * cy, WR * cy, s.CG
     thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
     load_operand, mac, store = f.load_operand, f.mac, f.store
 
-    @cuda.jit
+    @_jit(s.CLB)
     def col_pass(X, Z, xx, zz, noidx, r0, r1, d, kind, g, coef0, degree, shift, scale, Psi,
                  W, Om, Ypart, want_y, first):
         """``W += G[r0:r1].T @ Psi`` (``W =`` when ``first``) and, with ``want_y``, the
@@ -425,9 +516,9 @@ def _col_pass(s, f):
         ob = cuda.local.array(cy, FT)
         part = cuda.local.array(NWY, FT)
         ypart = cuda.local.array(NCY, FT)
-        sh = cuda.local.array(CRR, F8)
-        sc = cuda.local.array(CRR, F8)
-        xi = cuda.local.array(CRR, FT)
+        sh = cuda.shared.array(CR, F8)
+        sc = cuda.shared.array(CR, F8)
+        xi = cuda.shared.array(CR, FT)
         tid, ty, tx = thread()
         tile = cuda.blockIdx.x
         j0 = tile * CC
@@ -443,7 +534,7 @@ def _col_pass(s, f):
         for t in range(n_tiles):
             i0 = r0 + t * CR
             load_operand(sP, Psi, i0 - r0, r1 - r0, kc0, l)
-            row_consts(shift, scale, xx, noidx, i0, r1, ty, sh, sc, xi, CRR)
+            row_consts(shift, scale, xx, noidx, i0, r1, tid, sh, sc, xi)
             tile_values(X, Z, zz, noidx, noidx, i0, r1, j0, m, d, kind, g, coef0, degree, sh,
                         sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, t == 0, CRR,
                         CRC)
@@ -586,9 +677,9 @@ def _center_stats(s, f):
         acc = cuda.local.array(NCC, FT)
         ra = cuda.local.array(CRR, FT)
         rb = cuda.local.array(CRC, FT)
-        sh = cuda.local.array(CRR, F8)
-        sc = cuda.local.array(CRR, F8)
-        xi = cuda.local.array(CRR, FT)
+        sh = cuda.shared.array(CR, F8)
+        sc = cuda.shared.array(CR, F8)
+        xi = cuda.shared.array(CR, FT)
         tid, ty, tx = thread()
         tile = cuda.blockIdx.x
         j0 = tile * CC
@@ -597,7 +688,7 @@ def _center_stats(s, f):
         s1 = 0.0
         s2 = 0.0
         for i0 in range(r0, r1, CR):
-            row_consts(shift, scale, xx, noidx, i0, r1, ty, sh, sc, xi, CRR)
+            row_consts(shift, scale, xx, noidx, i0, r1, tid, sh, sc, xi)
             tile_values(X, Z, zz, noidx, noidx, i0, r1, j0, m, d, kind, g, coef0, degree, sh,
                         sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, i0 == r0, CRR,
                         CRC)
@@ -641,14 +732,14 @@ def _fill(s, f):
         acc = cuda.local.array(NRC, FT)
         ra = cuda.local.array(RR, FT)
         rb = cuda.local.array(RC, FT)
-        sh = cuda.local.array(RR, F8)
-        sc = cuda.local.array(RR, F8)
-        xi = cuda.local.array(RR, FT)
+        sh = cuda.shared.array(TR, F8)
+        sc = cuda.shared.array(TR, F8)
+        xi = cuda.shared.array(TR, FT)
         tid, ty, tx = thread()
         n_ct = (m + TC - 1) // TC  # a 1-d grid over (row tile, column tile): no y limit
         i0 = (cuda.blockIdx.x // n_ct) * TR
         j0 = (cuda.blockIdx.x % n_ct) * TC
-        row_consts(shift, scale, xx, ridx, i0, n, ty, sh, sc, xi, RR)
+        row_consts(shift, scale, xx, ridx, i0, n, tid, sh, sc, xi)
         tile_values(X, Z, zz, ridx, cidx, i0, n, j0, m, d, kind, g, coef0, degree, sh, sc, xi,
                     sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, True, RR, RC)
         for r in range(RR):
@@ -673,6 +764,9 @@ def _fill(s, f):
 _BUILDERS = {"row_pass": _row_pass, "col_pass": _col_pass, "sum_parts": _sum_parts,
              "row_stats": _row_stats, "center_stats": _center_stats, "fill": _fill}
 _KERNELS = {}
+#: the kernels built from the passes' tiles and from the set-up's ("set" configurations)
+_PASSES = ("row_pass", "col_pass", "sum_parts")
+_SETUP = ("row_stats", "center_stats", "fill")
 
 
 def kernels(dtype, cy=1, layout=None):
@@ -685,9 +779,13 @@ def kernels(dtype, cy=1, layout=None):
     layout = LAYOUT if layout is None else layout
     key = (np.dtype(dtype), int(cy), layout.name)
     if key not in _KERNELS:
-        s = _shape(key[0], key[1], _check_layout(layout))
-        f = _device_functions(s)
-        _KERNELS[key] = {name: build(s, f) for name, build in _BUILDERS.items()}
+        _check_layout(layout)
+        built = {}
+        for family, names in (("", _PASSES), ("set", _SETUP)):
+            s = _shape(key[0], key[1], layout, family)
+            f = _device_functions(s)
+            built.update({name: _BUILDERS[name](s, f) for name in names})
+        _KERNELS[key] = built
     return _KERNELS[key]
 
 
@@ -719,7 +817,7 @@ def kernel_signatures(dtype):
 
 def variants(layout=GPU_LAYOUT):
     """Every kernel variant the backend can launch in ``layout``: ``(name, dtype, cy,
-    python function, argument types)``.
+    python function, argument types, launch bounds)``.
 
     The kernels of :data:`CY_KERNELS` for every operand width ``cy = 1 .. CY_MAX`` of the
     "row" configuration, the others once (``cy = 1``), in both storage dtypes.
@@ -732,5 +830,7 @@ def variants(layout=GPU_LAYOUT):
             for name, sig in sigs.items():
                 base = name.removesuffix("_f8")
                 if cy == 1 or base in CY_KERNELS:
-                    out.append((name, dtype, cy, built[base].py_func, sig))
+                    kernel = built[base]
+                    out.append((name, dtype, cy, kernel.py_func, sig,
+                                kernel.targetoptions.get("launch_bounds")))
     return out

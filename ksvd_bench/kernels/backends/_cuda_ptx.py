@@ -34,7 +34,8 @@ def _cc(arch):
 
 def kernel_ptx(arch="sm_90"):
     """Every kernel variant lowered to PTX for ``arch``: a list of dicts with ``name``,
-    ``dtype``, ``cy`` (operand width, in units of the block's thread columns) and ``ptx``.
+    ``dtype``, ``cy`` (operand width, in units of the block's thread columns), ``ptx`` and
+    ``launch_bounds`` (``(threads, blocks per SM)`` or None).
 
     Raises
     ------
@@ -50,15 +51,16 @@ def kernel_ptx(arch="sm_90"):
 
     cc = _cc(arch)
     out = []
-    for name, dtype, cy, pyfunc, sig in variants():
+    for name, dtype, cy, pyfunc, sig, bounds in variants():
         try:
-            ptx, _ = cuda.compile_ptx(pyfunc, sig, cc=cc)
+            ptx, _ = cuda.compile_ptx(pyfunc, sig, cc=cc, launch_bounds=bounds)
         except Exception as exc:  # noqa: BLE001 -- most often a missing compiler library
             cause = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
             raise CudaUnavailableError(
                 f"compiling the CUDA kernels to PTX needs CUDA's NVVM and NVRTC libraries "
                 f"(no GPU): {cause}. Install a CUDA toolkit or 'numba-cuda[cu13]'") from None
-        out.append({"name": name, "dtype": dtype.name, "cy": cy, "ptx": ptx})
+        out.append({"name": name, "dtype": dtype.name, "cy": cy, "ptx": ptx,
+                    "launch_bounds": bounds})
     return out
 
 

@@ -138,7 +138,7 @@ class CudaBackend(Backend):
         part = {"rows": (a, b), "rowsum": None, "colsum": None, "sumsq": None}
         if normalised and b > a:
             K = kernels(self.dtype)
-            tr = self.tiles[0]
+            tr = CONFIGS[(self.dtype, "setrow")][0]
             dsh = cuda.device_array(b - a, np.float64)
             drs = cuda.device_array(b - a, np.float64)
             drq = cuda.device_array(b - a, np.float64)
@@ -162,7 +162,7 @@ class CudaBackend(Backend):
         n, m = self.shape
         p = self.params
         K = kernels(self.dtype)
-        cc = CONFIGS[(self.dtype, "col")][1]
+        cc = CONFIGS[(self.dtype, "setcol")][1]
         n_tiles = _ceil_div(m, cc)
         dshift = cuda.to_device(shift)
         dscale = cuda.to_device(scale)
@@ -242,7 +242,7 @@ class CudaBackend(Backend):
         out = cuda.device_array((nr, nc), self.dtype)
         if nr and nc:
             K = kernels(self.dtype)
-            tr, tc = self.tiles
+            tr, tc = CONFIGS[(self.dtype, "setrow")][:2]
             dr = self._noidx if ridx is None else cuda.to_device(np.asarray(ridx, np.int64))
             dc = self._noidx if cidx is None else cuda.to_device(np.asarray(cidx, np.int64))
             rm = self._const("rmean", rmean)
