@@ -159,28 +159,58 @@ def _deflate(Q, X):
     return X
 
 
-def _orth_against(Q, X):
+def _gram(X):
+    """``(X^T X, s)`` for ``X / s`` (``s = max |X|``, so the products cannot overflow), or
+    ``(None, 0.0)`` for a zero ``X``."""
+    s = float(np.max(np.abs(X), initial=0.0))
+    if s == 0.0:
+        return None, 0.0
+    Y = X / s
+    return Y.T @ Y, s
+
+
+def _orth_against(Q, X, drop=1e-6):
     """An orthonormal basis of the part of ``range(X)`` orthogonal to the orthonormal ``Q``.
 
-    Directions at rounding level are dropped (the basis may be narrower than ``X``): a QR
-    would complete a rank-deficient ``X`` with arbitrary unit vectors, not orthogonal to
-    ``Q``, and the interlacing behind every lower bound needs ``[Q, X]`` orthonormal.
+    From the Gram matrix of the deflated ``X`` (matrix products and a small eigenproblem:
+    an SVD or QR of a tall block costs several times as much): directions below ``drop``
+    times the largest singular value are dropped, since the Gram matrix cannot resolve
+    them, so the basis may be narrower than ``X``. A narrower block only weakens the
+    bounds built on it, never breaks them (every lower bound holds for any orthonormal
+    block, and the upper bounds' probes cover the rest). Then one Cholesky QR and a second
+    deflation make ``[Q, X]`` orthonormal to rounding, as the interlacing behind every lower
+    bound needs (a QR would complete a rank-deficient ``X`` with arbitrary unit vectors,
+    not orthogonal to ``Q``).
     """
     X = _deflate(Q, X)
     if X.shape[1] == 0 or not np.all(np.isfinite(X)):
         return X[:, :0]
-    u, sv, _ = linalg.svd(X, full_matrices=False, check_finite=False)
-    keep = sv > sv[0] * max(X.shape) * np.finfo(np.float64).eps if sv.size and sv[0] > 0 \
-        else np.zeros(sv.size, bool)
-    return _orth(_deflate(Q, u[:, keep]))
+    W, scale = _gram(X)
+    if W is None:
+        return X[:, :0]
+    lam, E = linalg.eigh(W, check_finite=False)
+    keep = lam > lam[-1] * drop**2
+    B = _deflate(Q, (X / scale) @ (E[:, keep] / np.sqrt(lam[keep])))
+    # B is orthonormal to about eps / drop^2: one Cholesky QR step finishes it
+    try:
+        R = linalg.cholesky(B.T @ B, lower=False, check_finite=False)
+    except linalg.LinAlgError:
+        return _orth(B)
+    return B @ linalg.solve_triangular(R, np.eye(R.shape[0]), check_finite=False)
 
 
 def _top_sv(X):
+    """The largest singular value of ``X``, from the Gram matrix of its thinner side
+    (relative error about ``k eps`` for ``k`` columns, as an SVD's)."""
     if X.size == 0:
         return 0.0
     if not np.all(np.isfinite(X)):
         return np.nan
-    return float(linalg.svd(X, compute_uv=False, check_finite=False)[0])
+    X = np.asarray(X, dtype=np.float64)
+    W, scale = _gram(X if X.shape[0] >= X.shape[1] else X.T)
+    if W is None:
+        return 0.0
+    return float(scale * np.sqrt(max(linalg.eigvalsh(W, check_finite=False)[-1], 0.0)))
 
 
 def known_fro2(src):
