@@ -73,14 +73,15 @@ class recording_warnings(warnings.catch_warnings):  # noqa: N801 (a context mana
 
 def accepted(info):
     """The solver's own checks find no evidence against the answer: ``info["reliable"]``
-    (True where absent), or a certificate whose only failure is ``"uncertified"`` (no value
-    off its bounds, no missed direction, but the subspace or the values not certified to
-    0.1, as on a cluster or a flat tail at ``s_r``): every stop judges those by its own
-    measure (issue 20)."""
+    (True where absent), None (no check ran: ``check_passes=0``), or a certificate whose
+    only failure is ``"uncertified"`` (no value off its bounds, no missed direction, but the
+    subspace or the values not certified to 0.1, as on a cluster or a flat tail at
+    ``s_r``): every stop judges those by its own measure (issue 20)."""
     if not isinstance(info, dict):
         return True
     failed = (info.get("certificate") or {}).get("failed")
-    return bool(info.get("reliable", True)) or list(failed or ()) == ["uncertified"]
+    reliable = info.get("reliable", True)
+    return reliable is None or bool(reliable) or list(failed or ()) == ["uncertified"]
 
 
 def warning_fields(caught, info):

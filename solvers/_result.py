@@ -31,11 +31,12 @@ class SVDResult:
         n_block_entries / (N * M)``: the cost in whole passes over ``G``, comparable across
         methods), ``"seconds"`` (float, wall time of the call), ``"reliable"`` (bool: False
         only when the solver's own checks say the answer cannot be trusted, always together
-        with a ``RuntimeWarning``) and method-specific keys; ``rsvd`` and ``block_krylov``
-        add ``"error_estimate"`` (float, their own estimate of ``||G - U S V^T||_F`` from
-        their sketch, absolute), ``"error_estimate_kind"`` (``"exact"``, ``"gap"`` or
-        ``"loo"``) where they could make one, and ``"fro2"`` (``||G||_F^2``) where the
-        source knows it.
+        with a ``RuntimeWarning``; None, "unknown", where no check ran: ``rsvd`` and
+        ``block_krylov`` with ``check_passes=0``) and method-specific keys; ``rsvd`` and
+        ``block_krylov`` add ``"error_estimate"`` (float, their own estimate of
+        ``||G - U S V^T||_F`` from their sketch, absolute), ``"error_estimate_kind"``
+        (``"exact"``, ``"gap"`` or ``"loo"``) where they could make one, and ``"fro2"``
+        (``||G||_F^2``) where the source knows it.
 
     Notes
     -----
@@ -120,7 +121,7 @@ def finish(U, s, V, *, method, effort, tracker, t0, dtype, reliable=True, **extr
         "n_products": int(tracker.n_products),
         "n_passes": float(tracker.n_passes),
         "seconds": time.perf_counter() - t0,
-        "reliable": bool(reliable),
+        "reliable": None if reliable is None else bool(reliable),
     }
     info.update(extra)
     return SVDResult(U=U, s=s, V=V, info=info)

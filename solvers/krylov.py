@@ -101,7 +101,7 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, chec
     check_passes : int, default=2
         Passes over ``G`` spent on the certificate (``info["reliable"]``), counted in
         ``n_passes``; the same as :func:`rsvd`'s (its Notes, *Certificate*). 0 turns it
-        off.
+        off: ``reliable`` is then None (unknown: nothing was checked).
 
     Returns
     -------

@@ -144,10 +144,13 @@ def certify_answer(method, src, U, s, V, rng, dtype, check_passes, *, transposed
     ``U``, ``V`` are swapped back when ``work`` is ``G.T`` (:func:`_orient`); ``check_passes``
     passes of :func:`solvers._certificate.certify` then bound the answer's values, its
     missed directions and its subspace (Wedin). Returns ``reliable``, ``lower_bounds``,
-    ``check_passes`` and ``certificate`` (see :func:`rsvd`, Notes).
+    ``check_passes`` and ``certificate`` (see :func:`rsvd`, Notes); ``reliable`` is None
+    (unknown) when ``check_passes`` is 0.
     """
     Ug, Vg = (V, U) if transposed else (U, V)
     lower, reliable, cert = certify(method, src, Ug, s, Vg, rng, dtype, check_passes, 0, ADVICE)
+    if not check_passes:  # the certificate is these methods' only check: none ran
+        reliable = None
     return {"reliable": reliable, "check_passes": int(cert["check_passes"]),
             "lower_bounds": None if lower is None else lower.astype(dtype), "certificate": cert}
 
@@ -215,8 +218,8 @@ def rsvd(
         See :func:`randomized_range_finder`.
     check_passes : int, default=2
         Passes over ``G`` spent on the certificate (``info["reliable"]``; see *Certificate*
-        in Notes), counted in ``n_passes``. 0 turns it off: ``reliable`` is then True
-        without evidence.
+        in Notes), counted in ``n_passes``. 0 turns it off: ``reliable`` is then None
+        (unknown: nothing was checked).
 
     Returns
     -------
