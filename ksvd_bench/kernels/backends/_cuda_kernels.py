@@ -32,11 +32,11 @@ Layouts. :data:`GPU_LAYOUT` holds the tile shapes tuned for a GPU, measured on a
 keeps eligible, not by the multiply-adds (ncu: 0.43 instructions issued per scheduler and
 cycle at 8 warps per SM), so the float32 passes ask for 4 blocks per SM (launch bounds:
 at most 128 registers, no spills) rather than larger register tiles (8 x 8 per thread at
-2 blocks per SM was slower), and staging costs a few instructions per value. Numba's simulator runs
-each CUDA thread as a Python thread, so there (:data:`SIM_LAYOUT`) the same code runs with
-16-thread blocks and small tiles: a tiny test matrix is then cut into several tiles instead
-of being padded to one large one, which keeps the simulator tests fast and still exercises
-ragged tiles, feature chunks and operand chunks.
+2 blocks per SM was slower), and staging costs a few instructions per value. Numba's
+simulator runs each CUDA thread as a Python thread, so there (:data:`SIM_LAYOUT`) the same
+code runs with 16-thread blocks and small tiles: a tiny test matrix is then cut into several
+tiles instead of being padded to one large one, which keeps the simulator tests fast and
+still exercises ragged tiles, feature chunks, operand chunks and slabs.
 
 Determinism. Tile shapes are constants, every output has one owner that adds its terms in
 a fixed order, and no sum uses atomics: two runs give the same bits.
@@ -69,22 +69,23 @@ cuda = import_cuda()  # ImportError / CudaUnavailableError, each saying what is 
 #: A block's thread grid and tiles. ``ty x tx`` threads per block (powers of two; rows of a
 #: tile are spread over ``ty``, columns over ``tx``); ``sum_threads``: threads per block of
 #: the elementwise partial-sum kernel; ``configs``: ``(TR, TC, DC, CY_MAX, NS, MB)`` per
-#: storage dtype and kernel family, a tile of TR rows by TC columns of G, d staged DC at a
+#: storage dtype and kernel family: a tile of TR rows by TC columns of G, d staged DC at a
 #: time, at most ``tx * CY_MAX`` operand columns per block, the tile's values multiplied in
-#: NS slabs of ``TC / NS`` columns, and launch bounds asking ptxas for MB blocks per SM (0:
-#: none); NS slabs (a thread's cross products of the whole tile stay in registers, the
-#: values go through shared memory one slab at a time, which keeps large tiles within 48
-#: KiB). "row": passes owning rows (``G @ Omega``); "col": passes owning columns; "set":
-#: the set-up statistics and blocks (row statistics and blocks take the first two numbers,
-#: centring sums all four of "setcol"). ``row_group``: terms of a product that a thread sums
-#: in the compute type before it adds them to the float64 result (whole tiles: at least one).
+#: NS slabs of ``TC / NS`` columns (a thread's cross products of the whole tile stay in
+#: registers; the values go through shared memory one slab at a time, which keeps large
+#: tiles within 48 KiB), and launch bounds asking ptxas for MB blocks per SM (0: none).
+#: "row": passes owning rows (``G @ Omega``); "col": passes owning columns (no slabs);
+#: "setrow", "setcol": the set-up statistics and blocks. ``row_group``: terms of a product
+#: that a thread sums in the compute type before it adds them to the float64 result (whole
+#: tiles: at least one).
 Layout = collections.namedtuple("Layout", ["name", "ty", "tx", "sum_threads", "configs",
                                            "row_group"])
 
 _F4, _F8 = np.dtype(np.float32), np.dtype(np.float64)
 #: The GPU's layout. Static shared memory stays below 48 KiB in every kernel (float32 row
-#: pass: 8.5 + 4.3 + 16.5 + 12 KiB). The float32 row pass holds 8 x 8 cross products per
-#: thread (16 loads from shared memory feed 64 multiply-adds) and 8 x cy products.
+#: pass at cy = 6: 4.3 + 4.3 + 8.4 + 12.3 KiB and the rows' constants). The float32 passes
+#: hold 4 x 8 cross products per thread and ask for 4 blocks of 128 threads per SM
+#: (measured on an H200, see the module docstring).
 GPU_LAYOUT = Layout("gpu", 16, 8, 256, {
     (_F4, "row"): (64, 64, 16, 6, 2, 4),
     (_F4, "col"): (64, 64, 8, 6, 1, 4),
