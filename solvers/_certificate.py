@@ -160,13 +160,13 @@ def _deflate(Q, X):
 
 
 def _gram(X):
-    """``(X^T X, s)`` for ``X / s`` (``s = max |X|``, so the products cannot overflow), or
-    ``(None, 0.0)`` for a zero ``X``."""
+    """``(Y^T Y, s, Y)`` for ``Y = X / s`` (``s = max |X|``, so the products cannot
+    overflow), or ``(None, 0.0, None)`` for a zero ``X``."""
     s = float(np.max(np.abs(X), initial=0.0))
     if s == 0.0:
-        return None, 0.0
+        return None, 0.0, None
     Y = X / s
-    return Y.T @ Y, s
+    return Y.T @ Y, s, Y
 
 
 def _orth_against(Q, X, drop=1e-6):
@@ -185,12 +185,12 @@ def _orth_against(Q, X, drop=1e-6):
     X = _deflate(Q, X)
     if X.shape[1] == 0 or not np.all(np.isfinite(X)):
         return X[:, :0]
-    W, scale = _gram(X)
+    W, _, Y = _gram(X)
     if W is None:
         return X[:, :0]
     lam, E = linalg.eigh(W, check_finite=False)
     keep = lam > lam[-1] * drop**2
-    B = _deflate(Q, (X / scale) @ (E[:, keep] / np.sqrt(lam[keep])))
+    B = _deflate(Q, Y @ (E[:, keep] / np.sqrt(lam[keep])))
     # B is orthonormal to about eps / drop^2: one Cholesky QR step finishes it
     try:
         R = linalg.cholesky(B.T @ B, lower=False, check_finite=False)
@@ -207,7 +207,7 @@ def _top_sv(X):
     if not np.all(np.isfinite(X)):
         return np.nan
     X = np.asarray(X, dtype=np.float64)
-    W, scale = _gram(X if X.shape[0] >= X.shape[1] else X.T)
+    W, scale, _ = _gram(X if X.shape[0] >= X.shape[1] else X.T)
     if W is None:
         return 0.0
     return float(scale * np.sqrt(max(linalg.eigvalsh(W, check_finite=False)[-1], 0.0)))
@@ -311,7 +311,7 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
             out.update(lower=np.full(k, np.nan), deflated=np.nan, residual=np.nan,
                        deflated_upper=np.nan)
             return out
-        last = []  # per side: (D X, D P, scale of the product) for the upper bounds
+        last = []  # per side: (||D X||, D X, D P, scale of the product) for the upper bounds
         for P, other, w, transposed in sides:
             out["lower"] = np.maximum(out["lower"], lower_bounds(P[:, : r + w], k))
             if transposed:
@@ -319,12 +319,13 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
             else:
                 GV = P[:, :r]
             DX, DP = _deflate(other, P[:, r: r + w]), _deflate(other, P[:, r + w:])
-            last.append((DX, DP, float(np.max(np.linalg.norm(P, axis=0), initial=0.0))))
-            out["deflated"] = max(out["deflated"], _top_sv(DX))
+            top = _top_sv(DX)
+            last.append((top, DX, DP, float(np.max(np.linalg.norm(P, axis=0), initial=0.0))))
+            out["deflated"] = max(out["deflated"], top)
         if two_sided:
-            X, Y = _orth_against(V, last[1][0]), _orth_against(U, last[0][0])
+            X, Y = _orth_against(V, last[1][1]), _orth_against(U, last[0][1])
         else:
-            X = _orth_against(U if right else V, last[0][0])
+            X = _orth_against(U if right else V, last[0][1])
             right = not right
     if GV is None or GtU is None:
         return out
@@ -339,16 +340,16 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
         return out
     c = probe_scale(q, n_bounds=len(last))
     bounds = []
-    for DX, DP, scale in last:
+    for top, DX, DP, scale in last:
         rest = c * float(np.max(np.linalg.norm(DP, axis=0), initial=0.0)) if q else np.inf
         # rounding in the deflated products: sqrt(N + M) ulps of the largest product column
         # (the typical accumulation; a worst-case N + M would leave every direction near
         # rounding level uncertified, the full-sample tests' 1e-14 among them)
         slack = np.sqrt(N + M) * eps * scale
-        bounds.append((np.hypot(_top_sv(DX), rest) + slack, "probes"))
+        bounds.append((np.hypot(top, rest) + slack, "probes"))
         if fro2 is not None:
             fro_D2 = fro2 - np.sum(GtU**2) - np.sum(E21**2) + (N + M + 10 * (r + b)) * eps * fro2
-            split = np.sqrt(max(_top_sv(DX) ** 2 + fro_D2 - np.sum(DX**2), 0.0))
+            split = np.sqrt(max(top ** 2 + fro_D2 - np.sum(DX**2), 0.0))
             bounds.append((split, "frobenius"))
     upper, kind = min(bounds)
     out.update(deflated_upper=float(upper), upper_kind=kind)
