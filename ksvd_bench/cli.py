@@ -30,7 +30,10 @@ import argparse
 import shlex
 import sys
 
+from ksvd_bench._threads import quiet_blas_spin
+
 __all__ = ["build_parser", "main"]
+
 
 
 def _subcommands():
@@ -74,6 +77,8 @@ def main(argv=None):
         checks made before any work, raise ``SystemExit(2)`` through argparse; other errors
         propagate).
     """
+    # before any study imports numpy: OpenBLAS reads the variable when it is loaded
+    quiet_blas_spin()
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import os
 import time
+import warnings
 
 import numpy as np
 
@@ -32,6 +33,8 @@ __all__ = ["PASSES", "blas_work", "blas_flops", "blas_ns_per_entry", "entry_rate
 
 #: the passes of a lazy source that the roofline measures, and their BLAS work
 PASSES = ("matmat", "rmatmat", "sketch")
+#: idle seconds before each call that :func:`time_against_blas` times (see there)
+SETTLE_S = 0.02
 #: row bands of the BLAS baseline: ``X[band] @ Z.T`` holds at most this many bytes, so the
 #: baseline's memory stays bounded at any N (a band of 32 MiB runs GEMM at full speed)
 BAND_BYTES = 32 << 20
@@ -112,7 +115,7 @@ def pass_operands(n, m, k, dtype, seed=0):
     return Omega, Psi, Omega.astype(dtype), Psi.astype(dtype)
 
 
-def time_against_blas(fns, repeats):
+def time_against_blas(fns, repeats, settle=SETTLE_S):
     """Median seconds of each ``(pass, blas)`` pair, timed in interleaved rounds.
 
     ``fns`` maps a name to ``(pass_fn, blas_fn)``. Each round times every pass right after
@@ -122,6 +125,13 @@ def time_against_blas(fns, repeats):
     take wall time, not this process's CPU time); with several threads it also counts the
     time threads spin while they wait. Call every function once before (compile, page
     faults).
+
+    Each timed call starts after ``settle`` idle seconds, so that the idle threads of the call
+    before (Numba's OpenMP workers, OpenBLAS's) have stopped spinning and take no cores, or
+    CPU time, from it. OpenBLAS's spin lasts ``2**OPENBLAS_THREAD_TIMEOUT`` clock ticks, about
+    0.1 s by default: far longer than the pause, so run with a short one
+    (:func:`ksvd_bench._threads.quiet_blas_spin`, which ``ksvd-bench`` calls; :func:`roofline`
+    warns).
 
     Returns
     -------
@@ -135,6 +145,7 @@ def time_against_blas(fns, repeats):
         for name, (pass_fn, blas_fn) in fns.items():
             for i, fn in ((1, blas_fn), (0, pass_fn)):
                 gc.collect()
+                time.sleep(settle)
                 t0, c0 = time.perf_counter(), time.process_time()
                 fn()
                 wall[name][i].append(time.perf_counter() - t0)
@@ -151,7 +162,7 @@ def time_against_blas(fns, repeats):
     return out
 
 
-def _one_setting(n, m, d, k, dtype, threads, kernel, repeats, seed):
+def _one_setting(n, m, d, k, dtype, threads, kernel, repeats, seed, settle):
     """Rows of :func:`roofline` for one dtype and thread count."""
     from ksvd_bench._threads import solver_threads
     from ksvd_bench.kernels import KernelSource
@@ -176,7 +187,7 @@ def _one_setting(n, m, d, k, dtype, threads, kernel, repeats, seed):
         for pair in fns.values():  # warm-up: compile or cache load, first-touch page faults
             for fn in pair:
                 fn()
-        timed = time_against_blas(fns, repeats)
+        timed = time_against_blas(fns, repeats, settle)
     rows = []
     for name, t in timed.items():
         flops = blas_flops(name, n, m, d, k)
@@ -192,7 +203,7 @@ def _one_setting(n, m, d, k, dtype, threads, kernel, repeats, seed):
 
 
 def roofline(n=4000, m=None, d=64, k=40, *, dtypes=("float32", "float64"), threads=None,
-             kernel="rbf", repeats=5, seed=0):
+             kernel="rbf", repeats=5, seed=0, settle=SETTLE_S):
     """Measure every pass of :data:`PASSES` against its BLAS work (see the module docstring).
 
     Parameters
@@ -213,6 +224,8 @@ def roofline(n=4000, m=None, d=64, k=40, *, dtypes=("float32", "float64"), threa
         Interleaved rounds per setting; medians are reported.
     seed : int
         Seed of the points and operands.
+    settle : float
+        Idle seconds before each timed call (:func:`time_against_blas`).
 
     Returns
     -------
@@ -222,7 +235,7 @@ def roofline(n=4000, m=None, d=64, k=40, *, dtypes=("float32", "float64"), threa
         :func:`ksvd_bench.report.machine_info` plus the 1-minute load average before and
         after the run.
     """
-    from ksvd_bench._threads import check_threads, max_threads
+    from ksvd_bench._threads import BLAS_SPIN, check_threads, max_threads, openblas_spin
     from ksvd_bench.report import machine_info
 
     m = n if m is None else m
@@ -235,15 +248,23 @@ def roofline(n=4000, m=None, d=64, k=40, *, dtypes=("float32", "float64"), threa
         raise ValueError(f"dtypes must be among float32, float64, got {dtypes}")
     threads = (1, max_threads()) if threads is None else tuple(threads)
     threads = tuple(dict.fromkeys(check_threads(t) for t in threads))
+    if max(threads) > 1 and openblas_spin() > BLAS_SPIN:
+        warnings.warn(
+            f"OpenBLAS's idle workers spin for 2**{openblas_spin()} clock ticks after each "
+            f"threaded call (OPENBLAS_THREAD_TIMEOUT): the passes timed after the BLAS "
+            f"baseline share their cores with them, so the ratios at {max(threads)} threads "
+            f"are too high; set OPENBLAS_THREAD_TIMEOUT={BLAS_SPIN} or less before Python "
+            f"starts (ksvd-bench does)", RuntimeWarning, stacklevel=2)
     load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     rows = []
     for dtype in dtypes:
         for t in threads:
-            rows += _one_setting(n, m, d, k, dtype, t, kernel, repeats, seed)
+            rows += _one_setting(n, m, d, k, dtype, t, kernel, repeats, seed, settle)
     machine = machine_info()
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     machine["load_1min"] = [None if v is None else round(v, 2) for v in (load0, load1)]
-    return {"shape": {"n": n, "m": m, "d": d, "k": k, "kernel": kernel, "repeats": repeats},
+    return {"shape": {"n": n, "m": m, "d": d, "k": k, "kernel": kernel, "repeats": repeats,
+                      "settle_s": settle},
             "rows": rows, "machine": machine}
 
 
@@ -253,11 +274,12 @@ def format_roofline(result):
     mc = result["machine"]
     lines = [f"roofline: {sh['kernel']} kernel, N = {sh['n']}, M = {sh['m']}, d = {sh['d']}, "
              f"{sh['k']} columns (sketch: {sh['k']} + {sh['k']}), median of {sh['repeats']} "
-             f"interleaved rounds",
+             f"interleaved rounds, {sh.get('settle_s', 0)} s idle before each timed call",
              f"machine: {mc.get('processor')}, {mc.get('cpu_count')} CPUs, numpy "
              f"{mc.get('numpy')}, numba {mc.get('numba')}, BLAS "
              + ", ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture')})"
                          for b in mc.get("blas", []))
+             + f"; OPENBLAS_THREAD_TIMEOUT {mc.get('openblas_thread_timeout') or 'unset (28)'}"
              + f"; 1-minute load {mc['load_1min'][0]} before, {mc['load_1min'][1]} after",
              "", "wall: elapsed time; CPU: this process's CPU time, all threads (steadier on "
              "a shared machine); ratio: median over the rounds of pass / BLAS",
@@ -274,7 +296,7 @@ def format_roofline(result):
 # ----------------------------------------------------------------------- command line
 def add_parser(subparsers):
     """Add ``roofline`` to an argparse ``subparsers``; it sets ``func`` and ``check``."""
-    from ksvd_bench._cliargs import int_list, out_dir, positive_int
+    from ksvd_bench._cliargs import int_list, nonnegative_float, out_dir, positive_int
 
     p = subparsers.add_parser(
         "roofline", help="the fused passes timed against this machine's BLAS",
@@ -298,6 +320,9 @@ def add_parser(subparsers):
     p.add_argument("--repeats", type=positive_int, default=5,
                    help="interleaved rounds; medians are reported (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the points (default: 0)")
+    p.add_argument("--settle", type=nonnegative_float, default=SETTLE_S,
+                   help="idle seconds before each timed call, so that one call's idle BLAS "
+                        "and Numba threads do not slow the next (default: %(default)s)")
     p.add_argument("--out", type=out_dir, default="results/roofline",
                    help="directory for roofline.json (default: %(default)s)")
     p.set_defaults(func=run, check=check, parser=p)
@@ -326,7 +351,7 @@ def run(args):
 
     result = roofline(args.n, d=args.dim, k=args.cols, dtypes=args.dtypes,
                       threads=args.threads, kernel=args.kernel, repeats=args.repeats,
-                      seed=args.seed)
+                      seed=args.seed, settle=args.settle)
     result["command"] = getattr(args, "command_line", None)
     path = Path(args.out) / "roofline.json"
     write_json(path, result)

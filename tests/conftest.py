@@ -8,16 +8,23 @@ The default ``ci`` profile is derandomized, so a CI run is repeatable;
 test comparing 1 and 2 threads, say). Where this process has fewer (``NUMBA_NUM_THREADS=1``,
 or a one-CPU machine), the test is not skipped: it runs in a fresh interpreter started with
 ``NUMBA_NUM_THREADS=n`` (Numba fixes its pool size at import), and passes or fails there.
+
+OpenBLAS's idle workers spin briefly, as in a ``ksvd-bench`` run
+(:func:`ksvd_bench._threads.quiet_blas_spin`): set before anything below loads numpy.
 """
 
 import os
 import subprocess
 import sys
 
-import matplotlib
-import numba
-import pytest
-from hypothesis import HealthCheck, settings
+from ksvd_bench._threads import quiet_blas_spin
+
+quiet_blas_spin()
+
+import matplotlib  # noqa: E402
+import numba  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 matplotlib.use("Agg")
 

@@ -8,6 +8,10 @@ and two Numba threads.
 
 import argparse
 import json
+import os
+import subprocess
+import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -215,3 +219,98 @@ def test_scale_cells_report_ns_per_entry_and_blas_ratio(dtype):
     assert row["ns_per_entry"] == pytest.approx(1e9 * row["seconds"] / row["entries"])
     assert row["blas_ns_per_entry"] > 0
     assert row["blas_ratio"] == pytest.approx(row["ns_per_entry"] / row["blas_ns_per_entry"])
+
+
+# ----------------------------------------------------------------------- idle BLAS threads
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, 28), ("", 28), ("junk", 28), ("0", 28), ("-3", 28), ("2", 4), ("20", 20),
+    ("28", 28), ("31", 30)])
+def test_openblas_spin_reads_the_variable_as_openblas_does(value, expected):
+    from ksvd_bench._threads import openblas_spin
+
+    env = {} if value is None else {"OPENBLAS_THREAD_TIMEOUT": value}
+    assert openblas_spin(env) == expected
+
+
+def test_quiet_blas_spin_sets_a_default_and_keeps_the_users():
+    from ksvd_bench._threads import BLAS_SPIN, quiet_blas_spin
+
+    env = {}
+    assert quiet_blas_spin(env) == BLAS_SPIN < 28
+    assert env == {"OPENBLAS_THREAD_TIMEOUT": str(BLAS_SPIN)}
+    env = {"OPENBLAS_THREAD_TIMEOUT": "26"}
+    assert quiet_blas_spin(env) == 26 and env["OPENBLAS_THREAD_TIMEOUT"] == "26"
+
+
+def test_the_command_line_quiets_blas_before_numpy_is_loaded():
+    # OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when numpy loads it: main() must set it
+    # before anything imports numpy, and its child processes inherit it
+    code = (
+        "import os, sys\n"
+        "from ksvd_bench.cli import main\n"
+        "assert 'numpy' not in sys.modules, 'numpy was loaded before main()'\n"
+        "try:\n"
+        "    main(['roofline', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(os.environ['OPENBLAS_THREAD_TIMEOUT'])\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, timeout=300).stdout
+    from ksvd_bench._threads import BLAS_SPIN
+
+    assert out.strip().splitlines()[-1] == str(BLAS_SPIN)
+    env["OPENBLAS_THREAD_TIMEOUT"] = "24"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, timeout=300).stdout
+    assert out.strip().splitlines()[-1] == "24"
+
+
+def test_time_against_blas_pauses_before_every_timed_call():
+    import time
+
+    from ksvd_bench.roofline import time_against_blas
+
+    events = []
+
+    def fn(tag):
+        def call():
+            events.append((tag, time.perf_counter()))
+            time.sleep(0.001)
+            events.append((tag + " end", time.perf_counter()))
+        return call
+
+    out = time_against_blas({"p": (fn("pass"), fn("blas"))}, repeats=2, settle=0.05)
+    assert [tag for tag, _ in events[::2]] == ["blas", "pass"] * 2  # baseline first
+    starts = [t for tag, t in events if not tag.endswith("end")]
+    ends = [t for tag, t in events if tag.endswith("end")]
+    gaps = [s - e for s, e in zip(starts[1:], ends[:-1], strict=True)]
+    assert min(gaps) >= 0.05
+    assert out["p"]["pass_s"] < 0.05  # the pause is not timed
+
+
+@pytest.mark.numba_threads(2)
+def test_roofline_warns_when_blas_workers_spin_at_several_threads(monkeypatch):
+    from ksvd_bench import roofline
+
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
+    monkeypatch.setattr(roofline, "_one_setting", lambda *a: [])
+    with pytest.warns(RuntimeWarning, match="OPENBLAS_THREAD_TIMEOUT=20"):
+        roofline.roofline(50, threads=(1, 2))
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "20")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        roofline.roofline(50, threads=(1, 2))
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        roofline.roofline(50, threads=(1,))  # one thread: OpenBLAS runs no workers
+
+
+def test_the_record_names_the_blas_spin(monkeypatch):
+    from ksvd_bench.report import machine_info
+
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "20")
+    assert machine_info()["openblas_thread_timeout"] == "20"
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT")
+    assert machine_info()["openblas_thread_timeout"] is None
