@@ -16,8 +16,9 @@ __all__ = ["DEFAULT_THREADS", "BLAS_SPIN", "max_threads", "check_threads", "solv
 
 #: the default of every study (``compare``, ``spectrum``, ``scale``): one thread, the same for
 #: every solver. On a shared machine spinning BLAS/Numba threads make multi-threaded timings
-#: erratic (2 threads under load took 9x the CPU time of 1 thread for the same ``compare``);
-#: ask for more with ``threads=`` / ``--threads``.
+#: erratic (2 threads under load took 9x the CPU time of 1 thread for the same ``compare``;
+#: OpenBLAS's idle spin, now shortened by :func:`quiet_blas_spin`, was one cause); ask for more
+#: with ``threads=`` / ``--threads``.
 DEFAULT_THREADS = 1
 
 

@@ -35,7 +35,6 @@ from ksvd_bench._threads import quiet_blas_spin
 __all__ = ["build_parser", "main"]
 
 
-
 def _subcommands():
     """The ``add_parser``-style functions of every sub-command, in ``--help`` order."""
     from ksvd_bench import roofline

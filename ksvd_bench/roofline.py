@@ -242,6 +242,8 @@ def roofline(n=4000, m=None, d=64, k=40, *, dtypes=("float32", "float64"), threa
     for name, v in (("n", n), ("m", m), ("d", d), ("k", k), ("repeats", repeats)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if isinstance(settle, bool) or not isinstance(settle, (int, float)) or not settle >= 0:
+        raise ValueError(f"settle must be a number of seconds >= 0, got {settle!r}")
     dtypes = tuple(np.dtype(t).name for t in dtypes)
     bad = [t for t in dtypes if t not in ("float32", "float64")]
     if bad or not dtypes:

@@ -182,6 +182,8 @@ def test_roofline_refuses_bad_settings():
         roofline(0)
     with pytest.raises(ValueError, match="threads"):
         roofline(50, threads=(10**6,))
+    with pytest.raises(ValueError, match="settle must be"):
+        roofline(50, settle=-0.1)
 
 
 def test_blas_ns_per_entry_times_a_slab_of_rows(monkeypatch):
