@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 
 __all__ = ["DEFAULT_THREADS", "BLAS_SPIN", "max_threads", "check_threads", "solver_threads",
            "openblas_spin", "quiet_blas_spin"]
@@ -58,6 +59,14 @@ def quiet_blas_spin(environ=None):
     return openblas_spin(environ)
 
 
+def _spinning_blas():
+    """Whether a pthreads build of OpenBLAS (whose idle workers spin) is loaded."""
+    from threadpoolctl import threadpool_info
+
+    return any(i.get("internal_api") == "openblas" and i.get("threading_layer") == "pthreads"
+               for i in threadpool_info())
+
+
 def max_threads():
     """The largest thread count a run may ask for: the size of Numba's thread pool."""
     import numba
@@ -85,12 +94,21 @@ def solver_threads(threads):
     """Numba and BLAS limited to ``threads`` inside; Numba's count restored afterwards.
 
     Take :func:`ksvd_bench.report.machine_info` inside, so that the record shows the counts
-    the solvers ran with, not the machine's defaults.
+    the solvers ran with, not the machine's defaults. Warns (RuntimeWarning) at several
+    threads where a pthreads OpenBLAS keeps its idle workers spinning for longer than
+    :data:`BLAS_SPIN` allows: the timings would be theirs as much as the solvers'.
     """
     import numba
     from threadpoolctl import threadpool_limits
 
     threads = check_threads(threads)
+    if threads > 1 and openblas_spin() > BLAS_SPIN and _spinning_blas():
+        warnings.warn(
+            f"OpenBLAS's idle workers spin for 2**{openblas_spin()} clock ticks (about "
+            f"{2.0 ** openblas_spin() / 2.5e9:.2g} s) after each threaded call, so at {threads} "
+            f"threads the Numba passes that follow a solver's QRs share their cores with them "
+            f"(measured: up to 2x slower); set OPENBLAS_THREAD_TIMEOUT={BLAS_SPIN} before "
+            f"Python starts (ksvd-bench does)", RuntimeWarning, stacklevel=3)
     old = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:

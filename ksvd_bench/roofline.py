@@ -24,7 +24,6 @@ from __future__ import annotations
 import gc
 import os
 import time
-import warnings
 
 import numpy as np
 
@@ -130,8 +129,8 @@ def time_against_blas(fns, repeats, settle=SETTLE_S):
     before (Numba's OpenMP workers, OpenBLAS's) have stopped spinning and take no cores, or
     CPU time, from it. OpenBLAS's spin lasts ``2**OPENBLAS_THREAD_TIMEOUT`` clock ticks, about
     0.1 s by default: far longer than the pause, so run with a short one
-    (:func:`ksvd_bench._threads.quiet_blas_spin`, which ``ksvd-bench`` calls; :func:`roofline`
-    warns).
+    (:func:`ksvd_bench._threads.quiet_blas_spin`, which ``ksvd-bench`` calls;
+    :func:`ksvd_bench._threads.solver_threads` warns).
 
     Returns
     -------
@@ -235,7 +234,7 @@ def roofline(n=4000, m=None, d=64, k=40, *, dtypes=("float32", "float64"), threa
         :func:`ksvd_bench.report.machine_info` plus the 1-minute load average before and
         after the run.
     """
-    from ksvd_bench._threads import BLAS_SPIN, check_threads, max_threads, openblas_spin
+    from ksvd_bench._threads import check_threads, max_threads
     from ksvd_bench.report import machine_info
 
     m = n if m is None else m
@@ -250,13 +249,6 @@ def roofline(n=4000, m=None, d=64, k=40, *, dtypes=("float32", "float64"), threa
         raise ValueError(f"dtypes must be among float32, float64, got {dtypes}")
     threads = (1, max_threads()) if threads is None else tuple(threads)
     threads = tuple(dict.fromkeys(check_threads(t) for t in threads))
-    if max(threads) > 1 and openblas_spin() > BLAS_SPIN:
-        warnings.warn(
-            f"OpenBLAS's idle workers spin for 2**{openblas_spin()} clock ticks after each "
-            f"threaded call (OPENBLAS_THREAD_TIMEOUT): the passes timed after the BLAS "
-            f"baseline share their cores with them, so the ratios at {max(threads)} threads "
-            f"are too high; set OPENBLAS_THREAD_TIMEOUT={BLAS_SPIN} or less before Python "
-            f"starts (ksvd-bench does)", RuntimeWarning, stacklevel=2)
     load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     rows = []
     for dtype in dtypes:

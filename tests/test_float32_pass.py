@@ -292,21 +292,21 @@ def test_time_against_blas_pauses_before_every_timed_call():
 
 
 @pytest.mark.numba_threads(2)
-def test_roofline_warns_when_blas_workers_spin_at_several_threads(monkeypatch):
-    from ksvd_bench import roofline
+def test_solver_threads_warns_when_blas_workers_spin_at_several_threads(monkeypatch):
+    from ksvd_bench import _threads
 
+    monkeypatch.setattr(_threads, "_spinning_blas", lambda: True)
     monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
-    monkeypatch.setattr(roofline, "_one_setting", lambda *a: [])
     with pytest.warns(RuntimeWarning, match="OPENBLAS_THREAD_TIMEOUT=20"):
-        roofline.roofline(50, threads=(1, 2))
-    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "20")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        roofline.roofline(50, threads=(1, 2))
-    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        roofline.roofline(50, threads=(1,))  # one thread: OpenBLAS runs no workers
+        with _threads.solver_threads(2) as used:
+            assert used == 2
+    for threads, spin, spinning in ((2, "20", True), (1, "28", True), (2, "28", False)):
+        monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", spin)
+        monkeypatch.setattr(_threads, "_spinning_blas", lambda s=spinning: s)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with _threads.solver_threads(threads):
+                pass
 
 
 def test_the_record_names_the_blas_spin(monkeypatch):
