@@ -102,10 +102,11 @@ def solver_threads(threads):
     from threadpoolctl import threadpool_limits
 
     threads = check_threads(threads)
-    if threads > 1 and openblas_spin() > BLAS_SPIN and _spinning_blas():
+    spin = openblas_spin()
+    if threads > 1 and spin > BLAS_SPIN and _spinning_blas():
         warnings.warn(
-            f"OpenBLAS's idle workers spin for 2**{openblas_spin()} clock ticks (about "
-            f"{2.0 ** openblas_spin() / 2.5e9:.2g} s) after each threaded call, so at {threads} "
+            f"OpenBLAS's idle workers spin for 2**{spin} clock ticks (about "
+            f"{2.0 ** spin / 2.5e9:.2g} s) after each threaded call, so at {threads} "
             f"threads the Numba passes that follow a solver's QRs share their cores with them "
             f"(measured: up to 2x slower); set OPENBLAS_THREAD_TIMEOUT={BLAS_SPIN} before "
             f"Python starts (ksvd-bench does)", RuntimeWarning, stacklevel=3)
