@@ -21,15 +21,17 @@
 #   run(command="bash benchmarks/scripts/gpu_check.sh", carry=[".whl"], timeout_s=540)
 #
 # It runs, each under its own time limit so that one hang cannot eat the others' time
-# (about 150 + 110 + 140 s, then the 1e6 row and the CPU roofline with what is left of 530 s):
+# (about 150 + 110 + 200 s, then the 1e6 row and the CPU roofline with what is left of 530 s):
 #   1. benchmarks/scripts/bench_gpu.py                         (passes at N = M = 1e5 vs CPU,
 #                                                              torch FP32/TF32; float32 error)
 #   2. ksvd-bench scale --part b --device cuda --dtype float32 --sizes 100000 --in-process
 #      --reference none (isolated cells compile the kernels again, about 17 s each, and the
 #      block Krylov reference alone took 68 s at 1e5: see benchmarks/recorded/passes/README.md)
-#   3. KSVD_BENCH_TEST_GPU=1 pytest tests/test_cuda_sim.py   (the simulator tests, on the GPU;
-#      49 tests, compile-bound: 31 passed in 140 s on an H200)
-#   4. if at least 160 s are left, the 1e6 row (--sizes 1000000 --merge)
+#   3. KSVD_BENCH_TEST_GPU=1 pytest tests/test_cuda_sim.py -n 8 (the simulator tests, on the
+#      GPU, in 8 processes with pytest-xdist where the machine has it; 49 tests, compile-bound:
+#      48 passed in 170 s on an H200, each process compiling the kernel sets it needs)
+#   4. if at least 160 s are left, the 1e6 row (--sizes 1000000 --merge; rsvd alone had not
+#      finished after 155 s on an H200, so give it a call of its own: --methods rsvd)
 #   5. ksvd-bench roofline: the CPU pass against BLAS at 1 thread and all 16 (issue 21 sec. 2)
 # Logs and JSON land in $OUT (they come back with the call's reply); the summary lines are
 # printed last. Issue 16's targets on one H100/H200: float32 matmat at N = M = 1e5 <= 0.07 s
@@ -71,7 +73,8 @@ timeout 110 python3 -m ksvd_bench scale --part b --device cuda --in-process \
     | tee "$OUT/scale_1e5.log" | tail -30
 
 echo "=== 3. tests/test_cuda_sim.py on the GPU ($(left) s left)"
-timeout 140 env KSVD_BENCH_TEST_GPU=1 python3 -m pytest tests/test_cuda_sim.py -q \
+XDIST=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
+timeout 200 env KSVD_BENCH_TEST_GPU=1 python3 -m pytest tests/test_cuda_sim.py -q $XDIST \
     -p no:cacheprovider --durations=8 2>&1 | tee "$OUT/test_cuda_sim.log" | tail -25
 
 if [ "$(left)" -ge 160 ]; then

@@ -28,11 +28,13 @@ both Numba CUDA targets and the CUDA simulator run (shared memory, local arrays,
 ahead of time without a GPU (``ksvd_bench.kernels.backends.cuda_kernel_resources``).
 
 Layouts. :data:`GPU_LAYOUT` holds the tile shapes tuned for a GPU, measured on an H200
-(``benchmarks/recorded/passes/README.md``): a pass there is bound by how many warps an SM
-keeps eligible, not by the multiply-adds (ncu: 0.43 instructions issued per scheduler and
-cycle at 8 warps per SM), so the float32 passes ask for 4 blocks per SM (launch bounds:
-at most 128 registers, no spills) rather than larger register tiles (8 x 8 per thread at
-2 blocks per SM was slower), and staging costs a few instructions per value. Numba's
+(``benchmarks/recorded/passes/README.md``): a pass there is bound by the instructions its
+warps issue, not by the multiply-adds (ncu: 0.43 instructions issued per scheduler and
+cycle at 8 warps per SM; 0.61 at 16, with the multiply-adds 28% of the instructions), so
+the float32 passes ask for 4 blocks per SM (launch bounds: at most 128 registers, no
+spills) rather than larger register tiles (8 x 8 per thread at 2 blocks per SM was slower),
+and staging costs a few instructions per value (whole chunks: plain loads, four in flight
+before their stores). Numba's
 simulator runs each CUDA thread as a Python thread, so there (:data:`SIM_LAYOUT`) the same
 code runs with 16-thread blocks and small tiles: a tiny test matrix is then cut into several
 tiles instead of being padded to one large one, which keeps the simulator tests fast and
@@ -87,7 +89,7 @@ _F4, _F8 = np.dtype(np.float32), np.dtype(np.float64)
 #: hold 4 x 8 cross products per thread and ask for 4 blocks of 128 threads per SM
 #: (measured on an H200, see the module docstring).
 GPU_LAYOUT = Layout("gpu", 16, 8, 256, {
-    (_F4, "row"): (64, 64, 16, 6, 2, 4),
+    (_F4, "row"): (64, 64, 32, 6, 2, 4),
     (_F4, "col"): (64, 64, 8, 6, 1, 4),
     (_F8, "row"): (64, 32, 16, 4, 1, 0),
     (_F8, "col"): (32, 32, 16, 4, 1, 0),
@@ -98,7 +100,7 @@ GPU_LAYOUT = Layout("gpu", 16, 8, 256, {
 }, 128)
 #: The simulator's layout (see the module docstring): the same constraints, small tiles.
 SIM_LAYOUT = Layout("simulator", 4, 4, 32, {
-    (_F4, "row"): (8, 8, 4, 2, 2, 0),
+    (_F4, "row"): (8, 8, 8, 2, 2, 0),
     (_F4, "col"): (4, 8, 4, 2, 1, 0),
     (_F8, "row"): (8, 8, 4, 2, 2, 0),
     (_F8, "col"): (4, 8, 4, 2, 1, 0),
@@ -179,7 +181,7 @@ def _shape(dtype, cy, layout, family=""):
 # ----------------------------------------------------------------------- device functions
 def _device_functions(s):
     """The pieces every kernel shares, for the constants ``s`` (:class:`Shape`)."""
-    FT, F8, TY, TX, NT, TXB, cy = s.FT, s.F8, s.TY, s.TX, s.NT, s.TXB, s.cy
+    FT, F8, TY, TX, NT, TXB, cy, KC = s.FT, s.F8, s.TY, s.TX, s.NT, s.TXB, s.cy, s.KC
     U8 = cuda.types.uint64
     dev = cuda.jit(device=True, inline="always")
 
@@ -209,14 +211,34 @@ def _device_functions(s):
         c = c0 + t
         cu = U8(min(c, d - 1))  # clamped, not branched: every load is in bounds
         last = n - 1
-        if idx.shape[0] > 0:
-            for q in range(nr // step):
+        nq = nr // step
+        if idx.shape[0] == 0 and i0 + nr <= n and c0 + dc <= d:
+            # a whole chunk (most of them): plain loads, four issued before their stores
+            # wait, so that a thread waits for memory once per four values, not per value
+            r = tid // dc
+            q = 0
+            while q + 3 < nq:
+                i = U8(i0 + r + step * q)
+                v0 = P[i, cu]
+                v1 = P[i + U8(step), cu]
+                v2 = P[i + U8(2 * step), cu]
+                v3 = P[i + U8(3 * step), cu]
+                dst[r + step * q, t] = v0
+                dst[r + step * (q + 1), t] = v1
+                dst[r + step * (q + 2), t] = v2
+                dst[r + step * (q + 3), t] = v3
+                q += 4
+            while q < nq:
+                dst[r + step * q, t] = P[U8(i0 + r + step * q), cu]
+                q += 1
+        elif idx.shape[0] > 0:
+            for q in range(nq):
                 r = tid // dc + step * q
                 i = i0 + r
                 v = P[U8(idx[U8(min(i, last))]), cu]
                 dst[r, t] = v if c < d and i < n else FT(0.0)
         else:
-            for q in range(nr // step):
+            for q in range(nq):
                 r = tid // dc + step * q
                 i = i0 + r
                 v = P[U8(min(i, last)), cu]
@@ -327,12 +349,11 @@ def _device_functions(s):
         constant, and ``acc`` stays in registers. Poly is left to :func:`values_tile`
         (float64 ``**`` is too long a body to unroll 64 times).
         """
-        for c in range(rc):
+        for c in range(rc):  # clamped loads, not branches: issued together
             j = j0 + tx + TX * c
-            v = FT(0.0)
-            if j < m:
-                v = zz[zidx[j] if zidx.shape[0] > 0 else j]
-            zj[c] = v
+            jj = U8(min(j, m - 1))
+            v = zz[U8(zidx[jj]) if zidx.shape[0] > 0 else jj]
+            zj[c] = v if j < m else FT(0.0)
         if kind == T:
             for c in range(rc):
                 for r in range(rr):
@@ -391,18 +412,38 @@ def _device_functions(s):
                     ty, tx, rr, rc)
 
     @dev
+    def operand_value(V, r0, nr, c0, nc, e):
+        """``V[r0 + t, c0 + c]`` for ``e = t KC + c`` (zero outside ``r0 + t < nr``,
+        ``c0 + c < nc``): a clamped load, not a branch, so that loads issue together."""
+        t = e // KC  # a constant divisor: a multiply, not a division
+        c = e - t * KC
+        v = V[U8(min(r0 + t, nr - 1)), U8(min(c0 + c, nc - 1))]
+        return v if r0 + t < nr and c0 + c < nc else FT(0.0)
+
+    @dev
+    def put_operand(dst, e, v):
+        t = e // KC
+        dst[t, e - t * KC] = v
+
+    @dev
     def load_operand(dst, V, r0, nr, c0, nc):
-        """``dst[t, c] = V[r0 + t, c0 + c]`` (zero outside ``r0 + t < nr``, ``c0 + c < nc``)."""
-        rows = dst.shape[0]
-        cols = dst.shape[1]
-        tid = cuda.threadIdx.x
-        for e in range(tid, rows * cols, NT):
-            t = e // cols
-            c = e - t * cols
-            v = FT(0.0)
-            if r0 + t < nr and c0 + c < nc:
-                v = V[r0 + t, c0 + c]
-            dst[t, c] = v
+        """``dst[t, c] = V[r0 + t, c0 + c]`` for ``c < KC`` (zero outside ``r0 + t < nr``,
+        ``c0 + c < nc``), four values a thread at a time."""
+        size = dst.shape[0] * KC
+        e = cuda.threadIdx.x
+        while e + 3 * NT < size:
+            v0 = operand_value(V, r0, nr, c0, nc, e)
+            v1 = operand_value(V, r0, nr, c0, nc, e + NT)
+            v2 = operand_value(V, r0, nr, c0, nc, e + 2 * NT)
+            v3 = operand_value(V, r0, nr, c0, nc, e + 3 * NT)
+            put_operand(dst, e, v0)
+            put_operand(dst, e + NT, v1)
+            put_operand(dst, e + 2 * NT, v2)
+            put_operand(dst, e + 3 * NT, v3)
+            e += 4 * NT
+        while e < size:
+            put_operand(dst, e, operand_value(V, r0, nr, c0, nc, e))
+            e += NT
 
     @dev
     def store(out, vals, i0, n, off, kc0, k, ty, tx, rr, add):
