@@ -169,7 +169,7 @@ def _gram(X):
     return Y.T @ Y, s, Y
 
 
-def _orth_against(Q, X, drop=1e-6):
+def _orth_against(Q, X, drop=1e-6, deflated=False):
     """An orthonormal basis of the part of ``range(X)`` orthogonal to the orthonormal ``Q``.
 
     From the Gram matrix of the deflated ``X`` (matrix products and a small eigenproblem:
@@ -180,9 +180,11 @@ def _orth_against(Q, X, drop=1e-6):
     block, and the upper bounds' probes cover the rest). Then one Cholesky QR and a second
     deflation make ``[Q, X]`` orthonormal to rounding, as the interlacing behind every lower
     bound needs (a QR would complete a rank-deficient ``X`` with arbitrary unit vectors,
-    not orthogonal to ``Q``).
+    not orthogonal to ``Q``). ``deflated``: ``X`` is already ``_deflate(Q, X)``, so the
+    first deflation is skipped (the second, after the eigenproblem, stays).
     """
-    X = _deflate(Q, X)
+    if not deflated:
+        X = _deflate(Q, X)
     if X.shape[1] == 0 or not np.all(np.isfinite(X)):
         return X[:, :0]
     W, _, Y = _gram(X)
@@ -318,14 +320,16 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
                 GtU = P[:, :r]
             else:
                 GV = P[:, :r]
-            DX, DP = _deflate(other, P[:, r: r + w]), _deflate(other, P[:, r + w:])
+            D = _deflate(other, P[:, r:])  # iterate and probes at once: Q read once
+            DX, DP = D[:, :w], D[:, w:]
             top = _top_sv(DX)
             last.append((top, DX, DP, float(np.max(np.linalg.norm(P, axis=0), initial=0.0))))
             out["deflated"] = max(out["deflated"], top)
         if two_sided:
-            X, Y = _orth_against(V, last[1][1]), _orth_against(U, last[0][1])
+            X = _orth_against(V, last[1][1], deflated=True)
+            Y = _orth_against(U, last[0][1], deflated=True)
         else:
-            X = _orth_against(U if right else V, last[0][1])
+            X = _orth_against(U if right else V, last[0][1], deflated=True)
             right = not right
     if GV is None or GtU is None:
         return out
