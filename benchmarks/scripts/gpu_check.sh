@@ -29,7 +29,7 @@
 #      block Krylov reference alone took 68 s at 1e5: see benchmarks/recorded/passes/README.md)
 #   3. KSVD_BENCH_TEST_GPU=1 pytest tests/test_cuda_sim.py -n 8 (the simulator tests, on the
 #      GPU, in 8 processes with pytest-xdist where the machine has it; 49 tests, compile-bound:
-#      48 passed in 170 s on an H200, each process compiling the kernel sets it needs)
+#      48 of 49 passed in 170 s on an H200, each process compiling the kernel sets it needs)
 #   4. if at least 160 s are left, the 1e6 row (--sizes 1000000 --merge; rsvd alone had not
 #      finished after 155 s on an H200, so give it a call of its own: --methods rsvd)
 #   5. ksvd-bench roofline: the CPU pass against BLAS at 1 thread and all 16 (issue 21 sec. 2)
