@@ -336,9 +336,10 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
     Mc = U.T @ GV
     E21, E12 = GV - U @ Mc, GtU - V @ Mc.T
     out["rayleigh"] = linalg.svd(Mc, compute_uv=False, check_finite=False)
-    out["residual"] = max(_top_sv(E21), _top_sv(E12))
+    e21, e12 = _top_sv(E21), _top_sv(E12)
+    out["residual"] = max(e21, e12)
     # for the Davis-Kahan bounds on G G^T and G^T G (triplet_bounds)
-    out["sides"] = (_top_sv(E21), _top_sv(E12), _top_sv(E21 @ Mc.T), _top_sv(E12 @ Mc))
+    out["sides"] = (e21, e12, _top_sv(E21 @ Mc.T), _top_sv(E12 @ Mc))
     if b == 0:  # U or V fills its side: D = 0
         out.update(deflated_upper=0.0, upper_kind="empty")
         return out
