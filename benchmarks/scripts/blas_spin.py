@@ -3,7 +3,7 @@
 After each threaded call, OpenBLAS's idle worker threads spin for ``2**OPENBLAS_THREAD_TIMEOUT``
 clock ticks (28 by default: about 0.1 s) before they sleep. A solver alternates Numba passes
 over G with small dense BLAS work (QR, Gram matrices), so every pass can start while those
-workers still hold cores. ``ksvd-bench`` sets the variable to :data:`ksvd_bench.cli.BLAS_SPIN`
+workers still hold cores. ``ksvd-bench`` sets the variable to :data:`ksvd_bench._threads.BLAS_SPIN`
 unless the environment does. This script times the same solves in child processes, one per
 setting (OpenBLAS reads the variable when it is loaded), all at the same thread count::
 
