@@ -33,8 +33,8 @@ warps issue, not by the multiply-adds (ncu: 0.43 instructions issued per schedul
 cycle at 8 warps per SM; 0.61 at 16, with the multiply-adds 28% of the instructions), so
 the float32 passes ask for 4 blocks per SM (launch bounds: at most 128 registers, no
 spills) rather than larger register tiles (8 x 8 per thread at 2 blocks per SM was slower),
-and staging costs a few instructions per value (whole chunks: plain loads, four in flight
-before their stores). Numba's
+and staging costs a few instructions per value (whole chunks: plain loads, several in flight
+before their stores; no division and unsigned indices). Numba's
 simulator runs each CUDA thread as a Python thread, so there (:data:`SIM_LAYOUT`) the same
 code runs with 16-thread blocks and small tiles: a tiny test matrix is then cut into several
 tiles instead of being padded to one large one, which keeps the simulator tests fast and
@@ -99,8 +99,10 @@ GPU_LAYOUT = Layout("gpu", 16, 8, 256, {
     (_F8, "setcol"): (32, 32, 16, 1, 1, 0),
 }, 128)
 #: The simulator's layout (see the module docstring): the same constraints, small tiles.
+#: float32 takes up to 3 operand columns a thread: an operand chunk 12 wide, not a power of
+#: two, as on the GPU (48), so :func:`load_operand`'s idle threads run here too.
 SIM_LAYOUT = Layout("simulator", 4, 4, 32, {
-    (_F4, "row"): (8, 8, 8, 2, 2, 0),
+    (_F4, "row"): (8, 8, 8, 3, 2, 0),
     (_F4, "col"): (4, 8, 4, 2, 1, 0),
     (_F8, "row"): (8, 8, 4, 2, 2, 0),
     (_F8, "col"): (4, 8, 4, 2, 1, 0),
@@ -141,6 +143,10 @@ def _check_layout(layout):
                 if dc & (dc - 1) or nt % dc or any(r % (nt // dc) for r in rows):
                     raise ValueError(f"layout {layout.name}: DC must be a power of two "
                                      f"dividing the threads, and NT / DC divide the tiles")
+        kc = tx * layout.configs[(dtype, "row")][3]
+        if 1 << (kc - 1).bit_length() > nt:  # load_operand: a thread per column, rounded up
+            raise ValueError(f"layout {layout.name}: tx * CY_MAX, rounded up to a power of "
+                             f"two, exceeds the block's threads")
         tr = layout.configs[(dtype, "setrow")][0]
         cr, cc = layout.configs[(dtype, "setcol")][:2]
         if tr > nt:  # row_stats: thread r < TR owns row r
@@ -263,8 +269,9 @@ def _device_functions(s):
         """
         for r in range(rr):
             ra[r] = sA[t, ty + TY * r] if transposed else sA[ty + TY * r, t]
+        row = U8(b0 + t)  # unsigned: no negative-index wraparound code in the loop
         for c in range(cy):
-            ob[c] = sB[b0 + t, tx + TX * c]
+            ob[c] = sB[row, tx + TX * c]
         for r in range(rr):
             for c in range(cy):
                 part[r * cy + c] += ra[r] * ob[c]
@@ -364,9 +371,9 @@ def _device_functions(s):
             for c in range(rc):
                 for r in range(rr):
                     row = ty + TY * r
-                    x = (sh[row] - F8(distance(acc[r * rc + c], xi[row], zj[c]))) * g
-                    x = x if x < 0.0 else 0.0
-                    acc[r * rc + c] = FT(math.exp(FT(x))) * FT(sc[row])
+                    x = FT((sh[row] - F8(distance(acc[r * rc + c], xi[row], zj[c]))) * g)
+                    x = x if x < FT(0.0) else FT(0.0)  # after the rounding: the same value
+                    acc[r * rc + c] = FT(math.exp(x)) * FT(sc[row])
 
     @dev
     def values_tile(acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, zj, sK,
@@ -411,39 +418,44 @@ def _device_functions(s):
         values_tile(acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, zj, sK,
                     ty, tx, rr, rc)
 
-    @dev
-    def operand_value(V, r0, nr, c0, nc, e):
-        """``V[r0 + t, c0 + c]`` for ``e = t KC + c`` (zero outside ``r0 + t < nr``,
-        ``c0 + c < nc``): a clamped load, not a branch, so that loads issue together."""
-        t = e // KC  # a constant divisor: a multiply, not a division
-        c = e - t * KC
-        v = V[U8(min(r0 + t, nr - 1)), U8(min(c0 + c, nc - 1))]
-        return v if r0 + t < nr and c0 + c < nc else FT(0.0)
-
-    @dev
-    def put_operand(dst, e, v):
-        t = e // KC
-        dst[t, e - t * KC] = v
+    KP = 1 << (KC - 1).bit_length()  # the operand's width rounded up to a power of two
+    KPB, KS = KP.bit_length() - 1, NT // KP  # KS: rows a block stages at once (KP <= NT)
 
     @dev
     def load_operand(dst, V, r0, nr, c0, nc):
         """``dst[t, c] = V[r0 + t, c0 + c]`` for ``c < KC`` (zero outside ``r0 + t < nr``,
-        ``c0 + c < nc``), four values a thread at a time."""
-        size = dst.shape[0] * KC
-        e = cuda.threadIdx.x
-        while e + 3 * NT < size:
-            v0 = operand_value(V, r0, nr, c0, nc, e)
-            v1 = operand_value(V, r0, nr, c0, nc, e + NT)
-            v2 = operand_value(V, r0, nr, c0, nc, e + 2 * NT)
-            v3 = operand_value(V, r0, nr, c0, nc, e + 3 * NT)
-            put_operand(dst, e, v0)
-            put_operand(dst, e + NT, v1)
-            put_operand(dst, e + 2 * NT, v2)
-            put_operand(dst, e + 3 * NT, v3)
-            e += 4 * NT
-        while e < size:
-            put_operand(dst, e, operand_value(V, r0, nr, c0, nc, e))
-            e += NT
+        ``c0 + c < nc``).
+
+        Thread ``tid`` keeps column ``tid mod KP`` (idle from KC on) and walks the rows
+        ``KS`` apart with unsigned indices: no division, no wraparound code, and on whole
+        tiles no clamps. Two loads are issued before their stores (the compiler unrolls
+        that to eight in flight; four spilled registers under the row pass's 128). A value
+        costs about 5 instructions (about 60 when a flat index was divided by KC; sm_90
+        SASS).
+        """
+        tid = cuda.threadIdx.x
+        c = tid & (KP - 1)
+        rows = dst.shape[0]
+        r = tid >> KPB
+        if c >= KC:
+            return
+        if c0 + c < nc and r0 + rows <= nr:  # a whole tile (most of them): plain loads
+            cu = U8(c0 + c)
+            while r + KS < rows:
+                v0 = V[U8(r0 + r), cu]
+                v1 = V[U8(r0 + r + KS), cu]
+                dst[U8(r), U8(c)] = v0
+                dst[U8(r + KS), U8(c)] = v1
+                r += 2 * KS
+            while r < rows:
+                dst[U8(r), U8(c)] = V[U8(r0 + r), cu]
+                r += KS
+        else:
+            cu = U8(min(c0 + c, nc - 1))
+            while r < rows:
+                v = V[U8(min(r0 + r, nr - 1)), cu]
+                dst[U8(r), U8(c)] = v if c0 + c < nc and r0 + r < nr else FT(0.0)
+                r += KS
 
     @dev
     def store(out, vals, i0, n, off, kc0, k, ty, tx, rr, add):
