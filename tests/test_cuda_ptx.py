@@ -13,6 +13,7 @@ the device functions), 30 variants, about 5 minutes of CPU measured on a loaded 
 machine; one child process compiles them all once for the module.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -105,3 +106,60 @@ def test_registers_and_no_spills(compiled):
         if r["launch_bounds"]:  # the blocks per SM asked for fit the SM's 64 Ki registers
             threads, blocks = r["launch_bounds"]
             assert r["registers"] * threads * blocks <= 65536, what
+
+
+def test_selection_errors_name_the_choices():
+    """A selection that matches no variant is a ValueError naming the kernels (no compile)."""
+    from ksvd_bench.kernels.backends._cuda_ptx import kernel_ptx
+
+    for bad in ({"kernel": "nope"}, {"dtype": "float16"}, {"dtype": "not a dtype"},
+                {"kernel": "fill", "cy": 2}, {"kernel": "row_pass", "cy": 7}):
+        with pytest.raises(ValueError, match="no CUDA kernel variant.*'row_pass'.*cy 1..6"):
+            kernel_ptx(ARCH, **bad)
+
+
+def test_selection_compiles_only_the_variant_asked_for(compiled):
+    """``cuda_kernel_resources(kernel=, dtype=, cy=)``: that one variant, as in the full run."""
+    rows, noasm = compiled
+    if noasm:
+        pytest.skip(f"lowered to PTX, but cannot count registers here: {noasm}")
+    from ksvd_bench.kernels.backends import cuda_kernel_resources
+
+    one = cuda_kernel_resources(ARCH, kernel="row_pass", dtype=np.float32, cy=5)
+    assert [(r["name"], r["dtype"], r["cy"]) for r in one] == [("row_pass", "float32", 5)]
+    full = next(r for r in rows if (r["name"], r["dtype"], r["cy"]) == ("row_pass", "float32", 5))
+    for key in ("registers", "spill_stores", "spill_loads", "shared_bytes"):
+        assert one[0][key] == full[key], key
+
+
+def _sass_loops():
+    path = os.path.join(ROOT, "benchmarks", "scripts", "sass_loops.py")
+    spec = importlib.util.spec_from_file_location("sass_loops", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sass_loops_reads_nested_loops():
+    """benchmarks/scripts/sass_loops.py: opcodes without predicates or modifiers, one loop per
+    backward branch (inner first), forward branches and the closing self-branch ignored."""
+    sl = _sass_loops()
+    listing = "\n".join(f"        /*{a:04x}*/                   {ins} ;  /* 0x0 */" for a, ins in [
+        (0x00, "MOV R1, c[0x0][0x28]"),
+        (0x10, "IMAD R2, R3, 0x4, RZ"),          # outer loop starts
+        (0x20, "FFMA R4, R5, R6, R4"),           # inner loop starts
+        (0x30, "LDS.64 R6, [R7+0x10]"),
+        (0x40, "@!P0 BRA 0x20"),                 # inner back edge
+        (0x50, "@P1 BRA 0x70"),                  # forward: not a loop
+        (0x60, "ISETP.GE.U32.AND P0, PT, R2, 0x20, PT"),
+        (0x70, "BRA 0x10"),                      # outer back edge
+        (0x80, "EXIT"),
+        (0x90, "BRA 0x90"),                      # the closing trap
+    ])
+    ins = sl.parse_sass(listing)
+    assert [a for a, _ in ins] == list(range(0, 0xA0, 0x10))
+    assert [sl.opcode(i) for _, i in ins][:5] == ["MOV", "IMAD", "FFMA", "LDS", "BRA"]
+    found = sl.loops(ins)
+    assert [(s, e, sum(c.values())) for s, e, c in found] == [(0x20, 0x40, 3), (0x10, 0x70, 7)]
+    assert found[0][2] == {"FFMA": 1, "LDS": 1, "BRA": 1}
+    assert found[1][2]["BRA"] == 3 and found[1][2]["ISETP"] == 1

@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import tempfile
 
+import numpy as np
+
 from ._cuda_import import CudaUnavailableError, import_cuda, simulated
 
 __all__ = ["kernel_ptx", "kernel_resources", "assembler"]
@@ -32,16 +34,21 @@ def _cc(arch):
     return int(digits[:-1]), int(digits[-1])
 
 
-def kernel_ptx(arch="sm_90"):
+def kernel_ptx(arch="sm_90", *, kernel=None, dtype=None, cy=None):
     """Every kernel variant lowered to PTX for ``arch``: a list of dicts with ``name``,
     ``dtype``, ``cy`` (operand width, in units of the block's thread columns), ``ptx`` and
     ``launch_bounds`` (``(threads, blocks per SM)`` or None).
+
+    ``kernel`` (a name such as ``"row_pass"``), ``dtype`` (``"float32"`` or ``"float64"``)
+    and ``cy`` keep only the variants they match (None: all); each variant takes seconds.
 
     Raises
     ------
     CudaUnavailableError
         Under the simulator (it compiles nothing), or where CUDA's compiler libraries
         (NVVM, NVRTC) are missing; the message names the cause.
+    ValueError
+        If no variant matches ``kernel``, ``dtype`` and ``cy``.
     """
     if simulated():
         raise CudaUnavailableError("compiling the CUDA kernels to PTX needs the real CUDA "
@@ -50,8 +57,22 @@ def kernel_ptx(arch="sm_90"):
     from ._cuda_kernels import variants
 
     cc = _cc(arch)
+    if dtype is not None:
+        try:
+            dtype = np.dtype(dtype).name
+        except TypeError:
+            pass  # matches nothing: the error below names it
+    everything = variants()
+    chosen = [v for v in everything if (kernel is None or v[0] == kernel)
+              and (dtype is None or v[1].name == dtype) and (cy is None or v[2] == cy)]
+    if not chosen:
+        names = sorted({v[0] for v in everything})
+        cys = sorted({v[2] for v in everything})
+        raise ValueError(f"no CUDA kernel variant has kernel={kernel!r}, dtype={dtype!r}, "
+                         f"cy={cy!r}: kernels {names}, dtypes float32 and float64, cy "
+                         f"{cys[0]}..{cys[-1]} (row and column passes; the others 1)")
     out = []
-    for name, dtype, cy, pyfunc, sig, bounds in variants():
+    for name, dt, c, pyfunc, sig, bounds in chosen:
         try:
             ptx, _ = cuda.compile_ptx(pyfunc, sig, cc=cc, launch_bounds=bounds)
         except Exception as exc:  # noqa: BLE001 -- most often a missing compiler library
@@ -59,7 +80,7 @@ def kernel_ptx(arch="sm_90"):
             raise CudaUnavailableError(
                 f"compiling the CUDA kernels to PTX needs CUDA's NVVM and NVRTC libraries "
                 f"(no GPU): {cause}. Install a CUDA toolkit or 'numba-cuda[cu13]'") from None
-        out.append({"name": name, "dtype": dtype.name, "cy": cy, "ptx": ptx,
+        out.append({"name": name, "dtype": dt.name, "cy": c, "ptx": ptx,
                     "launch_bounds": bounds})
     return out
 
@@ -118,20 +139,22 @@ def parse_log(log):
     return out
 
 
-def kernel_resources(arch="sm_90"):
-    """:func:`kernel_ptx`, each variant assembled for ``arch``: its dict gains the fields of
-    :func:`parse_log` and ``assembler``.
+def kernel_resources(arch="sm_90", *, kernel=None, dtype=None, cy=None):
+    """:func:`kernel_ptx` (the same selection), each variant assembled for ``arch``: its
+    dict gains the fields of :func:`parse_log` and ``assembler``.
 
     Raises
     ------
     CudaUnavailableError
         As :func:`kernel_ptx`, or where neither ``ptxas`` nor nvJitLink is installed.
+    ValueError
+        As :func:`kernel_ptx`.
     """
     tool = assembler()
     if tool is None:
         raise CudaUnavailableError("assembling PTX needs ptxas (a CUDA toolkit) or nvJitLink "
                                    "('numba-cuda[cu13]'), and neither is installed")
-    rows = kernel_ptx(arch)
+    rows = kernel_ptx(arch, kernel=kernel, dtype=dtype, cy=cy)
     for row in rows:
         log = (_nvjitlink_log(row["ptx"], arch) if tool == "nvjitlink"
                else _ptxas_log(tool, row["ptx"], arch))
