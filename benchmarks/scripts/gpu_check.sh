@@ -38,6 +38,17 @@
 # and >= 2x torch's FP32 tiled pass, sketch <= 1.3x matmat, float32 error <= 1e-5, 1e6
 # top-20 <= 45 s.
 #
+# A/B against older kernels in the same call (timings of different calls do not compare):
+# GPU_CHECK_BASE=DIR, a folder holding an older checkout's ksvd_bench/ and solvers/, e.g.
+#
+#   git worktree add /tmp/base d553811 && mkdir -p .base && cp -r /tmp/base/ksvd_bench \
+#       /tmp/base/solvers .base/ && echo /.base/ >> .git/info/exclude
+#   run(command="GPU_CHECK_BASE=.base bash benchmarks/scripts/gpu_check.sh",
+#       carry=[".whl", ".base"], timeout_s=540)
+#
+# Step 0 then times the older passes (bench_gpu.py --skip-cpu --skip-torch, about 90 s)
+# before step 1.
+#
 # Without a GPU: NUMBA_ENABLE_CUDASIM=1 python benchmarks/scripts/bench_gpu.py --smoke
 # proves that the benchmark runs; tests/test_cuda_ptx.py compiles every kernel for sm_90.
 
@@ -62,6 +73,13 @@ python3 -c "import numpy, numba, numba_cuda, importlib.metadata as m; print('num
 numpy.__version__, 'numba', numba.__version__, 'numba-cuda', m.version('numba-cuda'))"
 python3 -c "from ksvd_bench.kernels.backends import backend_class; backend_class('cuda'); \
 from numba import cuda; print('device:', cuda.get_current_device().name)" 2>&1 | tail -3
+
+if [ -n "${GPU_CHECK_BASE:-}" ]; then
+    echo "=== 0. bench_gpu.py on the kernels of $GPU_CHECK_BASE, N = M = 1e5 ($(left) s left)"
+    timeout 120 env PYTHONPATH="/tmp/site:$(cd "$GPU_CHECK_BASE" && pwd)" python3 \
+        benchmarks/scripts/bench_gpu.py --skip-cpu --skip-torch \
+        --out "$OUT/bench_gpu_base.json" 2>&1 | tee "$OUT/bench_gpu_base.log"
+fi
 
 echo "=== 1. bench_gpu.py, N = M = 1e5 ($(left) s left)"
 timeout 150 python3 benchmarks/scripts/bench_gpu.py --out "$OUT/bench_gpu.json" 2>&1 \

@@ -85,9 +85,9 @@ Layout = collections.namedtuple("Layout", ["name", "ty", "tx", "sum_threads", "c
 
 _F4, _F8 = np.dtype(np.float32), np.dtype(np.float64)
 #: The GPU's layout. Static shared memory stays below 48 KiB in every kernel (float32 row
-#: pass at cy = 6: 4.3 + 4.3 + 8.4 + 12.3 KiB and the rows' constants). The float32 passes
-#: hold 4 x 8 cross products per thread and ask for 4 blocks of 128 threads per SM
-#: (measured on an H200, see the module docstring).
+#: pass at cy = 6: 8.5 + 8.5 + 9 + 12 KiB and the rows' constants; column pass, 47.3 KiB).
+#: The float32 passes hold 4 x 8 cross products per thread and ask for 4 blocks of 128
+#: threads per SM (measured on an H200, see the module docstring).
 GPU_LAYOUT = Layout("gpu", 16, 8, 256, {
     (_F4, "row"): (64, 64, 32, 6, 2, 4),
     (_F4, "col"): (64, 64, 8, 6, 1, 4),
@@ -167,10 +167,19 @@ Shape = collections.namedtuple("Shape", [
     "CR", "CC", "CD", "CRR", "CRC", "WR",  # "col" tiles; WR: G.T @ Psi rows per thread
     "RG", "CG",  # row (col) pass: tiles summed in the compute type before a float64 add
     "LB", "CLB",  # launch bounds of the row (col) pass, or None
+    "PAD", "KPAD",  # columns of padding of the staged points and of the passes' kernel values
 ])
 
 
 def _shape(dtype, cy, layout, family=""):
+    # Padding (float32). Rows of an even length let the compiler load two neighbouring
+    # features, or two neighbouring kernel values, with one 64-bit shared load (cross-product
+    # loop: 87 instructions for 64 multiply-adds, 99 with rows of odd length; sm_90 SASS),
+    # and the rows a warp reads still fall in distinct banks. 4 columns in the kernel values
+    # leave a warp's stores of a slab (4 rows by 8 columns) in at most 2-way bank conflicts
+    # (4-way with 1); 8 (none) spilled the row pass at cy = 6 and took the column pass past
+    # 48 KiB. float64 keeps 1 column: 64-bit loads are single already, and pairs took its row
+    # pass from 168 to 242 registers.
     ty, tx = layout.ty, layout.tx
     TR, TC, DC, _, NS, MB = layout.configs[(dtype, family + "row")]
     CR, CC, CD, _, _, CMB = layout.configs[(dtype, family + "col")]
@@ -181,13 +190,15 @@ def _shape(dtype, cy, layout, family=""):
                  RR=TR // ty, RC=TC // tx, NS=NS, SW=TC // NS, SC=TC // NS // tx, CR=CR,
                  CC=CC, CD=CD, CRR=CR // ty, CRC=CC // tx, WR=CC // ty,
                  RG=max(1, layout.row_group // TC), CG=max(1, layout.row_group // CR),
-                 LB=(nt, MB) if MB else None, CLB=(nt, CMB) if CMB else None)
+                 LB=(nt, MB) if MB else None, CLB=(nt, CMB) if CMB else None,
+                 PAD=2 if dtype == np.float32 else 1, KPAD=4 if dtype == np.float32 else 1)
 
 
 # ----------------------------------------------------------------------- device functions
 def _device_functions(s):
     """The pieces every kernel shares, for the constants ``s`` (:class:`Shape`)."""
     FT, F8, TY, TX, NT, TXB, cy, KC = s.FT, s.F8, s.TY, s.TX, s.NT, s.TXB, s.cy, s.KC
+    PAD = s.PAD
     U8 = cuda.types.uint64
     dev = cuda.jit(device=True, inline="always")
 
@@ -211,7 +222,7 @@ def _device_functions(s):
         instructions (it cost about 90 with a flat index).
         """
         nr = dst.shape[0]
-        dc = dst.shape[1] - 1  # one column of padding; a power of two dividing NT
+        dc = dst.shape[1] - PAD  # PAD columns of padding; a power of two dividing NT
         t = tid & (dc - 1)
         step = NT // dc  # divides nr (_check_layout)
         c = c0 + t
@@ -303,7 +314,7 @@ def _device_functions(s):
         pass computes the same bits for the same entry. ``load_x``/``load_z`` False reuses
         the staged points (when ``d <= DC`` and they did not change).
         """
-        dc = sX.shape[1] - 1
+        dc = sX.shape[1] - PAD
         for q in range(rr * rc):
             acc[q] = FT(0.0)
         for c0 in range(0, d, dc):
@@ -485,7 +496,7 @@ def _jit(bounds):
 def _row_pass(s, f):
     FT, F8, TR, TC, KC, RR, RC, cy = s.FT, s.F8, s.TR, s.TC, s.KC, s.RR, s.RC, s.cy
     NS, SW, SC = s.NS, s.SW, s.SC
-    DC1, SW1 = s.DC + 1, SW + 1  # +1: padding against bank conflicts
+    DC1, SW1 = s.DC + s.PAD, SW + s.KPAD  # padding: see _shape
     NRC, NRY, RG = RR * RC, RR * cy, s.RG
     thread, row_consts, cross, values_tile = f.thread, f.row_consts, f.cross, f.values_tile
     load_operand, mac, store = f.load_operand, f.mac, f.store
@@ -541,7 +552,7 @@ def _row_pass(s, f):
 def _col_pass(s, f):
     FT, F8, CR, CC, KC, CRR, CRC, WR, cy = (s.FT, s.F8, s.CR, s.CC, s.KC, s.CRR, s.CRC,
                                             s.WR, s.cy)
-    CD1, CC1 = s.CD + 1, CC + 1  # +1: padding against bank conflicts
+    CD1, CC1 = s.CD + s.PAD, CC + s.KPAD  # padding: see _shape
     NCC, NCY, NWY, RG = CRR * CRC, CRR * cy, WR * cy, s.CG
     thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
     load_operand, mac, store = f.load_operand, f.mac, f.store
@@ -626,7 +637,7 @@ def _sum_parts(s, f):
 
 def _row_stats(s, f):
     FT, F8, TY, TX, TR, TC, RR, RC = s.FT, s.F8, s.TY, s.TX, s.TR, s.TC, s.RR, s.RC
-    DC1, TC1 = s.DC + 1, TC + 1
+    DC1, TC1 = s.DC + s.PAD, TC + 1
     NRC = RR * RC
     thread, cross, distance = f.thread, f.cross, f.distance
 
@@ -712,7 +723,7 @@ def _row_stats(s, f):
 
 def _center_stats(s, f):
     FT, F8, CR, CC, CRR, CRC = s.FT, s.F8, s.CR, s.CC, s.CRR, s.CRC
-    CD1, CC1 = s.CD + 1, CC + 1
+    CD1, CC1 = s.CD + s.PAD, CC + 1
     NCC = CRR * CRC
     thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
 
@@ -769,7 +780,7 @@ def _center_stats(s, f):
 
 def _fill(s, f):
     FT, F8, TY, TX, TR, TC, RR, RC = s.FT, s.F8, s.TY, s.TX, s.TR, s.TC, s.RR, s.RC
-    DC1, TC1 = s.DC + 1, TC + 1
+    DC1, TC1 = s.DC + s.PAD, TC + 1
     NRC = RR * RC
     thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
 
