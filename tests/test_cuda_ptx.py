@@ -44,6 +44,7 @@ except CudaUnavailableError as exc:
     print('NOASSEMBLER', exc)
 for row in rows:
     row['entries'] = row.pop('ptx').count('.entry ')
+    row['cubin_bytes'] = len(row.pop('cubin', b''))
 print('ROWS', json.dumps(rows))
 """
 
@@ -100,6 +101,7 @@ def test_registers_and_no_spills(compiled):
               f"{r['shared_bytes']!s:>6s}")
     for r in rows:
         what = f"{r['name']} {r['dtype']} cy={r['cy']}"
+        assert r["cubin_bytes"] > 0, what
         assert r["registers"] is not None and 0 < r["registers"] <= MAX_REGISTERS, what
         assert r["spill_stores"] == 0 and r["spill_loads"] == 0, what
         assert r["shared_bytes"] <= 48 * 1024, what  # static shared memory per block
@@ -128,8 +130,10 @@ def test_selection_compiles_only_the_variant_asked_for(compiled):
     one = cuda_kernel_resources(ARCH, kernel="row_pass", dtype=np.float32, cy=5)
     assert [(r["name"], r["dtype"], r["cy"]) for r in one] == [("row_pass", "float32", 5)]
     full = next(r for r in rows if (r["name"], r["dtype"], r["cy"]) == ("row_pass", "float32", 5))
-    for key in ("registers", "spill_stores", "spill_loads", "shared_bytes"):
-        assert one[0][key] == full[key], key
+    for key in ("registers", "spill_stores", "spill_loads", "shared_bytes", "cubin_bytes"):
+        got = len(one[0]["cubin"]) if key == "cubin_bytes" else one[0][key]
+        assert got == full[key], key
+    assert one[0]["cubin"][:4] == b"\x7fELF"  # the machine code, for cuobjdump
 
 
 def _sass_loops():

@@ -2,10 +2,10 @@
 
 A pass on the GPU is bound by the instructions its warps issue (Nsight Compute on an H200:
 ``benchmarks/recorded/passes/README.md``), so a kernel change can be judged before a GPU is
-at hand by the instructions of its inner loops. This script lowers one variant to PTX
+at hand by the instructions of its inner loops. This script compiles one variant
 (``ksvd_bench.kernels.backends.cuda_kernel_resources``: Numba's CUDA compiler, then
-``ptxas -v`` for registers and spills), assembles it to a cubin with ``ptxas``, disassembles
-that with ``cuobjdump -sass`` (which runs ``nvdisasm``) and prints:
+``ptxas -v`` or nvJitLink, giving registers, spills and the machine code), lists the machine
+code with ``cuobjdump -sass`` (which runs ``nvdisasm``) and prints:
 
 * registers, spills and shared memory;
 * the static instruction count and the most frequent opcodes;
@@ -15,8 +15,8 @@ that with ``cuobjdump -sass`` (which runs ``nvdisasm``) and prints:
 
 The counts are static: how often a loop runs is for the reader (``Shape`` in
 ``_cuda_kernels`` gives the trip counts). Needs CUDA's NVVM and NVRTC libraries
-(``numba-cuda[cu13]``), and ``ptxas``, ``cuobjdump`` and ``nvdisasm`` from a CUDA toolkit or
-NVIDIA's wheels (``pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm``);
+(``numba-cuda[cu13]``), ``ptxas`` or nvJitLink, and ``cuobjdump`` and ``nvdisasm`` from a
+CUDA toolkit or NVIDIA's wheels (``pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm``);
 no GPU::
 
     python benchmarks/scripts/sass_loops.py --kernel row_pass --dtype float32 --cy 5
@@ -41,8 +41,8 @@ _BRANCH = re.compile(r"\bBRA\b.*?0x([0-9a-f]+)")
 
 
 def find_tool(name):
-    """Path of ``ptxas``, ``cuobjdump`` or ``nvdisasm``: on PATH, under CUDA_HOME, or in
-    NVIDIA's wheels; None when missing."""
+    """Path of ``cuobjdump`` or ``nvdisasm``: on PATH, under CUDA_HOME, or in NVIDIA's
+    wheels; None when missing."""
     found = shutil.which(name)
     if found:
         return found
@@ -52,7 +52,7 @@ def find_tool(name):
 
         for root in nvidia.__path__:
             candidates += [os.path.join(root, sub, "bin", name)
-                           for sub in ("cu13", "cu12", "cuda_nvcc")]
+                           for sub in ("cu13", "cu12")]
     except ImportError:
         pass
     return next((p for p in candidates if os.access(p, os.X_OK)), None)
@@ -98,26 +98,24 @@ def main(argv=None):
     ap.add_argument("--sass", help="also write the disassembly to this file")
     args = ap.parse_args(argv)
 
-    tools = {name: find_tool(name) for name in ("ptxas", "cuobjdump", "nvdisasm")}
+    tools = {name: find_tool(name) for name in ("cuobjdump", "nvdisasm")}
     missing = [name for name, path in tools.items() if path is None]
     if missing:
-        sys.exit(f"sass_loops: {', '.join(missing)} not found (a CUDA toolkit, or pip install "
-                 f"{' '.join('nvidia-cuda-' + n.replace('ptxas', 'nvcc') for n in missing)})")
-    ptxas, cuobjdump = tools["ptxas"], tools["cuobjdump"]
-    env = dict(os.environ, NVDISASM_PATH=os.path.dirname(tools["nvdisasm"]))
+        sys.exit(f"sass_loops: {' and '.join(missing)} not found (a CUDA toolkit, or pip "
+                 f"install {' '.join('nvidia-cuda-' + name for name in missing)})")
     try:
         rows = cuda_kernel_resources(args.arch, kernel=args.kernel, dtype=args.dtype,
                                      cy=args.cy)
     except (CudaUnavailableError, ValueError) as exc:
         sys.exit(f"sass_loops: {exc}")
     row = rows[0]
+    env = dict(os.environ, NVDISASM_PATH=os.path.dirname(tools["nvdisasm"]))
     with tempfile.TemporaryDirectory() as tmp:
-        ptx, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
-        with open(ptx, "w") as f:
-            f.write(row["ptx"])
-        subprocess.run([ptxas, f"-arch={args.arch}", "-O3", ptx, "-o", cubin], check=True)
-        sass = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True,
-                              env=env, check=True).stdout
+        cubin = os.path.join(tmp, "k.cubin")
+        with open(cubin, "wb") as f:
+            f.write(row["cubin"])
+        sass = subprocess.run([tools["cuobjdump"], "-sass", cubin], capture_output=True,
+                              text=True, env=env, check=True).stdout
     if args.sass:
         with open(args.sass, "w") as f:
             f.write(sass)

@@ -58,11 +58,12 @@ def cuda_kernel_resources(arch="sm_90", *, kernel=None, dtype=None, cy=None):
 
     One dict per variant: ``name``, ``dtype``, ``cy`` (operand width, in units of the block's
     thread columns), ``ptx``, and from ``ptxas -v`` (or nvJitLink) ``registers``,
-    ``spill_stores``, ``spill_loads`` (bytes), ``stack_bytes``, ``shared_bytes`` and
-    ``assembler``. ``kernel`` (e.g. ``"row_pass"``), ``dtype`` (``"float32"``,
-    ``"float64"``) and ``cy`` keep only the variants they match (None: all; a ValueError
-    where none does). Needs CUDA's NVVM and NVRTC libraries and ``ptxas`` or nvJitLink, not
-    a GPU; raises :class:`CudaUnavailableError` naming what is missing.
+    ``spill_stores``, ``spill_loads`` (bytes), ``stack_bytes``, ``shared_bytes``,
+    ``assembler`` and ``cubin`` (the machine code, bytes). ``kernel`` (e.g.
+    ``"row_pass"``), ``dtype`` (``"float32"``, ``"float64"``) and ``cy`` keep only the
+    variants they match (None: all; a ValueError where none does). Needs CUDA's NVVM and
+    NVRTC libraries and ``ptxas`` or nvJitLink, not a GPU; raises
+    :class:`CudaUnavailableError` naming what is missing.
     """
     from ._cuda_ptx import kernel_resources
 

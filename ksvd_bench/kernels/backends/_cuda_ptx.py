@@ -99,20 +99,22 @@ def assembler():
     return "nvjitlink"
 
 
-def _ptxas_log(tool, ptx, arch):
+def _ptxas(tool, ptx, arch):
+    """``(log, cubin)`` of ``ptxas -v`` on one PTX."""
     with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "k.ptx")
+        src, out = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        proc = subprocess.run([tool, f"-arch={arch}", "-v", "-O3", src, "-o",
-                               os.path.join(tmp, "k.cubin")], capture_output=True, text=True,
-                              check=False, timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"ptxas failed on a kernel: {proc.stderr.strip()[-2000:]}")
-    return proc.stdout + proc.stderr
+        proc = subprocess.run([tool, f"-arch={arch}", "-v", "-O3", src, "-o", out],
+                              capture_output=True, text=True, check=False, timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(f"ptxas failed on a kernel: {proc.stderr.strip()[-2000:]}")
+        with open(out, "rb") as f:
+            return proc.stdout + proc.stderr, f.read()
 
 
-def _nvjitlink_log(ptx, arch):
+def _nvjitlink(ptx, arch):
+    """``(log, cubin)`` of nvJitLink (verbose) on one PTX."""
     from cuda.bindings import nvjitlink
 
     data = ptx.encode()
@@ -122,9 +124,11 @@ def _nvjitlink_log(ptx, arch):
         nvjitlink.complete(h)
         log = bytearray(nvjitlink.get_info_log_size(h))
         nvjitlink.get_info_log(h, log)
+        cubin = bytearray(nvjitlink.get_linked_cubin_size(h))
+        nvjitlink.get_linked_cubin(h, cubin)
     finally:
         nvjitlink.destroy(h)
-    return log.decode(errors="replace")
+    return log.decode(errors="replace"), bytes(cubin)
 
 
 def parse_log(log):
@@ -141,7 +145,8 @@ def parse_log(log):
 
 def kernel_resources(arch="sm_90", *, kernel=None, dtype=None, cy=None):
     """:func:`kernel_ptx` (the same selection), each variant assembled for ``arch``: its
-    dict gains the fields of :func:`parse_log` and ``assembler``.
+    dict gains the fields of :func:`parse_log`, ``assembler`` and ``cubin`` (the machine
+    code, bytes: ``cuobjdump -sass`` lists it).
 
     Raises
     ------
@@ -156,7 +161,7 @@ def kernel_resources(arch="sm_90", *, kernel=None, dtype=None, cy=None):
                                    "('numba-cuda[cu13]'), and neither is installed")
     rows = kernel_ptx(arch, kernel=kernel, dtype=dtype, cy=cy)
     for row in rows:
-        log = (_nvjitlink_log(row["ptx"], arch) if tool == "nvjitlink"
-               else _ptxas_log(tool, row["ptx"], arch))
-        row.update(parse_log(log), assembler=os.path.basename(tool))
+        log, cubin = (_nvjitlink(row["ptx"], arch) if tool == "nvjitlink"
+                      else _ptxas(tool, row["ptx"], arch))
+        row.update(parse_log(log), assembler=os.path.basename(tool), cubin=cubin)
     return rows
