@@ -142,9 +142,11 @@ if sys.argv[1] == "preload":
     P, prm, (n, m) = S0._backend.points(), S0._backend.params, S0.shape
     C, K, sh = np.empty((2, 3)), np.empty((2, 3)), np.zeros(n)
     F.cross_tile(P, 0, 2, 0, 3, C, np.zeros(1))
-    F.row_stats_tile(C, P, prm, 0, 0, True, sh, np.zeros(n), np.zeros(n), np.empty(3),
-                     np.empty(3, np.int64))
-    F.kernel_tile(C, K, P, prm, 0, 0, sh, np.ones(n), np.empty(3, np.int64))
+    K[:] = C
+    F.row_stats_tile(C, P, prm, 0, 0, True, sh, np.zeros(n), np.zeros(n))
+    F.kernel_tile(K, P, prm, 0, 0, sh, np.ones(n))
+    F.exponent_tile(P, prm, 0, 2, 0, 3, sh, np.empty((2, 5)), C)
+    F.exponent_values(C, prm, 0, np.ones(n))
     F.center_sums_tile(K, 0, np.empty((1, 2, 1))[0, :, 0], np.zeros(m), np.zeros(m))
 out = []
 for kernel in ("sne", "t"):
@@ -460,7 +462,10 @@ def test_masked_points_are_refused():
     # no masked entry: the plain data
     plain = np.random.default_rng(0).standard_normal((5, 3))
     S = KernelSource.from_points(np.ma.masked_array(plain, mask=False), plain, "rbf", gamma=1.0)
-    np.testing.assert_array_equal(S.dense(), kernel_matrix(plain, plain, "rbf", gamma=1.0))
+    T = KernelSource.from_points(plain, plain, "rbf", gamma=1.0)
+    np.testing.assert_array_equal(S.dense(), T.dense())
+    np.testing.assert_allclose(S.dense(), kernel_matrix(plain, plain, "rbf", gamma=1.0),
+                               rtol=1e-14, atol=0)
 
 
 def test_complex_and_overflowing_operands_are_refused_by_name():

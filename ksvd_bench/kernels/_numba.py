@@ -21,9 +21,10 @@ import types
 
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import prange
 from numba import types as nbtypes
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 RBF, SNE, T = 0, 1, 2
 #: width of the column chunks of the column-sum kernel (fixed: it sets the summation order)
@@ -78,28 +79,51 @@ LOG2E = 1.4426950408889634
 LN2_HI = 6.93147180369123816490e-01  # Cody-Waite split of log(2): LN2_HI + LN2_LO
 LN2_LO = 1.90821492927058770002e-10
 EXP_MIN = -708.0  # below this exp() is subnormal (< 3.3e-308): flushed to zero
-#: 1.5 * 2^52: ``k + ROUND_BITS`` holds the integer ``k`` in its low mantissa bits, read back
-#: through an int64 view (AVX2 has no vector float64 -> int64 conversion: ``int(k)`` would
-#: leave the loop scalar and cost more than the polynomial)
+#: 1.5 * 2^52: ``k + ROUND_BITS`` holds the integer ``k`` in its low mantissa bits
+#: (:func:`pow2_of_rounded` reads them; AVX2 has no vector float64 -> int64 conversion, so
+#: ``int(k)`` would leave the loop scalar and cost more than the polynomial)
 ROUND_BITS = 6755399441055744.0
 
 
+@intrinsic
+def pow2_of_rounded(typingctx, kr):
+    """``2^k`` from ``kr = k + ROUND_BITS`` (float64) or ``k + ROUND_BITS_F32`` (float32).
+
+    The integer ``k`` (in ``[-1022, 0]``, or ``[-126, 0]`` for float32) sits in the low
+    mantissa bits of ``kr``; adding the exponent bias to the reinterpreted bits and shifting
+    them into the exponent field gives ``2^k``. Bit casts, an integer add and a shift: all
+    vectorise in the caller's loop, so :func:`exp_nonpos` needs one sweep and no work array.
+    """
+    if kr == nbtypes.float32:
+        width, bias, mant = 32, 127, 23
+    elif kr == nbtypes.float64:
+        width, bias, mant = 64, 1023, 52
+    else:
+        return None
+
+    def codegen(context, builder, signature, args):
+        int_t = ir.IntType(width)
+        bits = builder.bitcast(args[0], int_t)
+        bits = builder.shl(builder.add(bits, ir.Constant(int_t, bias)), ir.Constant(int_t, mant))
+        return builder.bitcast(bits, args[0].type)
+
+    return kr(kr), codegen
+
+
 # No "reassoc" flag: it would let LLVM fold the Cody-Waite reduction (or k + ROUND_BITS).
-# The loops vectorise (floor, FMA, integer add and shift), unlike a call to libm's exp
+# The loop vectorises (floor, FMA, integer add and shift), unlike a call to libm's exp
 # without SVML.
 @numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=True)
-def exp_nonpos(a, scratch):
+def exp_nonpos(a):
     """``a <- exp(a)`` in place for ``a <= 0`` (float64), vectorisable, within 1 ulp of libm.
 
     ``exp(x) = 2^k exp(r)`` with ``k = round(x / log 2)``, ``|r| <= log(2) / 2`` and a degree-13
     Taylor polynomial for ``exp(r)`` (truncation error < 1e-17 relative); ``2^k`` is built
-    from its bit pattern in the int64 ``scratch`` array (see :data:`ROUND_BITS`). Inputs
-    below ``EXP_MIN`` return 0 (subnormal results are flushed: an absolute error below
-    3.3e-308); positive inputs are treated as 0.
+    from its bit pattern (:func:`pow2_of_rounded`). Inputs below ``EXP_MIN`` return 0
+    (subnormal results are flushed: an absolute error below 3.3e-308); positive inputs are
+    treated as 0.
     """
-    m = a.shape[0]
-    kf = scratch.view(np.float64)
-    for j in range(m):
+    for j in range(a.shape[0]):
         x0 = a[j]
         x = min(max(x0, EXP_MIN), 0.0)  # min/max, not branches: they vectorise better
         k = np.floor(x * LOG2E + 0.5)
@@ -117,12 +141,8 @@ def exp_nonpos(a, scratch):
         p = p * r + 1.0 / 6.0
         p = p * r + 0.5
         p = p * r + 1.0
-        a[j] = p * r + 1.0 if x0 >= EXP_MIN else 0.0
-        kf[j] = k + ROUND_BITS
-    for j in range(m):
-        scratch[j] = (scratch[j] + 1023) << 52  # the bits of 2^k (k + 1023 in [1, 1023])
-    for j in range(m):
-        a[j] = a[j] * kf[j]
+        v = p * r + 1.0 if x0 >= EXP_MIN else 0.0
+        a[j] = v * pow2_of_rounded(k + ROUND_BITS)
 
 
 # float32: Cephes' expf (Cody-Waite split of log 2, degree-5 minimax polynomial, within 1 ulp
@@ -137,24 +157,19 @@ _EXPF_POLY = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3
 
 
 @numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=True)
-def exp_nonpos_f32(a, scratch):
+def exp_nonpos_f32(a):
     """``a <- exp(a)`` in place for float32 ``a <= 0``, all in float32 arithmetic, vectorisable.
 
     The float32 twin of :func:`exp_nonpos` (twice the vector width): ``exp(x) = 2^k exp(r)``
     with ``|r| <= log(2) / 2`` and Cephes' expf polynomial (relative error below 2e-7).
-    ``scratch`` is the same int64 work row as for :func:`exp_nonpos` (its first half, viewed
-    as int32, holds the bits of ``2^k``; see :data:`ROUND_BITS`). Inputs below
-    ``EXP_MIN_F32`` return 0 (an absolute error below 1.7e-38); positive inputs are treated
-    as 0.
+    Inputs below ``EXP_MIN_F32`` return 0 (an absolute error below 1.7e-38); positive
+    inputs are treated as 0.
     """
-    m = a.shape[0]
     zero = np.float32(0.0)
     half = np.float32(0.5)
     one = np.float32(1.0)
     c0, c1, c2, c3, c4, c5 = _EXPF_POLY
-    bits = scratch.view(np.int32)
-    kf = bits.view(np.float32)
-    for j in range(m):
+    for j in range(a.shape[0]):
         x0 = a[j]
         x = min(max(x0, EXP_MIN_F32), zero)
         k = np.floor(x * LOG2E_F32 + half)
@@ -164,28 +179,23 @@ def exp_nonpos_f32(a, scratch):
         p = p * r + c3
         p = p * r + c4
         p = p * r + c5
-        a[j] = (p * (r * r) + r) + one if x0 >= EXP_MIN_F32 else zero
-        kf[j] = k + ROUND_BITS_F32
-    for j in range(m):
-        bits[j] = (bits[j] + 127) << 23  # the bits of 2^k (k + 127 in [1, 127])
-    for j in range(m):
-        a[j] = a[j] * kf[j]
+        v = (p * (r * r) + r) + one if x0 >= EXP_MIN_F32 else zero
+        a[j] = v * pow2_of_rounded(k + ROUND_BITS_F32)
 
 
-def exp_inplace(a, scratch):
+def exp_inplace(a):
     """``a <- exp(a)`` for ``a <= 0`` in ``a``'s own precision (jit code only).
 
-    :func:`exp_nonpos` for float64 rows, :func:`exp_nonpos_f32` for float32 rows; ``scratch``
-    is an int64 work row at least as long as ``a``.
+    :func:`exp_nonpos` for float64 rows, :func:`exp_nonpos_f32` for float32 rows.
     """
     raise NotImplementedError("exp_inplace is called from jit code only")
 
 
 @overload(exp_inplace)
-def _exp_inplace(a, scratch):
+def _exp_inplace(a):
     if a.dtype == nbtypes.float32:
-        return lambda a, scratch: exp_nonpos_f32(a, scratch)
-    return lambda a, scratch: exp_nonpos(a, scratch)
+        return lambda a: exp_nonpos_f32(a)
+    return lambda a: exp_nonpos(a)
 
 
 def like(a, x):
@@ -205,11 +215,11 @@ def _like(a, x):
 
 
 @numba.njit(fastmath=True, cache=True)
-def _kernel_row(crow, xi, zz, inv_g2, kind, buf, scratch, orow):
+def _kernel_row(crow, xi, zz, inv_g2, kind, buf, orow):
     """One row of :func:`dense_rows` / :func:`dense_fused`: ``orow <- k(crow)``.
 
-    ``crow[j] = x_i . z_j`` and ``xi = |x_i|^2``; ``buf`` (float64) and ``scratch`` (int64)
-    are work rows of length ``m``. ``orow`` may be ``crow`` itself (each entry is read
+    ``crow[j] = x_i . z_j`` and ``xi = |x_i|^2``; ``buf`` (float64) is a work row of length
+    ``m``. ``orow`` may be ``crow`` itself (each entry is read
     before any is written). Returns the row's ``(shift, scale)``.
     """
     m = buf.shape[0]
@@ -227,7 +237,7 @@ def _kernel_row(crow, xi, zz, inv_g2, kind, buf, scratch, orow):
     else:
         for j in range(m):
             buf[j] = (mn - buf[j]) * inv_g2
-        exp_nonpos(buf, scratch)
+        exp_nonpos(buf)
     c = 1.0
     if kind != RBF:
         s = 0.0
@@ -253,8 +263,7 @@ def dense_rows(C, xx, zz, inv_g2, kind, shift, scale):
     n, m = C.shape
     for i in prange(n):
         buf = np.empty(m, dtype=np.float64)
-        scratch = np.empty(m, dtype=np.int64)
-        shift[i], scale[i] = _kernel_row(C[i], xx[i], zz, inv_g2, kind, buf, scratch, C[i])
+        shift[i], scale[i] = _kernel_row(C[i], xx[i], zz, inv_g2, kind, buf, C[i])
 
 
 @_jit
@@ -276,10 +285,9 @@ def dense_fused(out, X, Zt, xx, zz, inv_g2, kind, shift, scale, chunk):
         b = min(a + chunk, n)
         C = np.dot(X[a:b], Zt)
         buf = np.empty(m, dtype=np.float64)
-        scratch = np.empty(m, dtype=np.int64)
         for ii in range(b - a):
             i = a + ii
-            shift[i], scale[i] = _kernel_row(C[ii], xx[i], zz, inv_g2, kind, buf, scratch, out[i])
+            shift[i], scale[i] = _kernel_row(C[ii], xx[i], zz, inv_g2, kind, buf, out[i])
 
 
 @_jit
@@ -293,7 +301,6 @@ def block_rows(C, xx, zz, inv_g2, kind, shift, scale):
     n, m = C.shape
     for i in prange(n):
         buf = np.empty(m, dtype=np.float64)
-        scratch = np.empty(m, dtype=np.int64)
         xi = xx[i]
         mn = shift[i]
         for j in range(m):
@@ -304,7 +311,7 @@ def block_rows(C, xx, zz, inv_g2, kind, shift, scale):
             else:
                 buf[j] = (mn - d) * inv_g2
         if kind != T:
-            exp_nonpos(buf, scratch)
+            exp_nonpos(buf)
         c = scale[i]
         for j in range(m):
             C[i, j] = buf[j] * c
@@ -345,7 +352,7 @@ def sparse_exp_rows(out, indptr, indices, data, xx, zz, zorder, inv_g2, normaliz
     ez = np.empty(m, dtype=np.float64)
     for j in range(m):
         ez[j] = (zmin - zz[j]) * inv_g2
-    exp_nonpos(ez, np.empty(m, dtype=np.int64))
+    exp_nonpos(ez)
     ez_total = 0.0
     for j in range(m):
         ez_total += ez[j]

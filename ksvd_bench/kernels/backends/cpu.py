@@ -2,9 +2,12 @@
 that is never stored.
 
 ``G`` is cut into tiles of ``tr`` rows by ``tc`` columns. A pass computes one tile's cross
-products ``X[rows] @ Z[cols].T`` (BLAS), turns them into kernel values while they are in
-cache, and at once multiplies the tile into the outputs (BLAS again), so no ``N_chunk x M``
-block of ``G`` is ever written. One pass serves ``G @ Omega``,
+products ``X[rows] @ Z[cols].T`` (BLAS), turns them into kernel values in place while they
+are in cache, and at once multiplies the tile into the outputs (BLAS again), so no
+``N_chunk x M`` block of ``G`` is ever written. For dense points and the distance kernels
+(rbf, SNE, t) the first product forms the exponents themselves, ``g (shift_i - |x_i - z_j|^2)``,
+from points with two more coordinates (:func:`exponent_tile`), so a tile costs one sweep
+(:func:`~.._numba.exp_inplace`) between its two BLAS calls. One pass serves ``G @ Omega``,
 ``G.T @ Psi`` or both, and the set-up statistics (row shifts and normalisers, centring sums,
 sum of squares).
 
@@ -22,18 +25,19 @@ output has one owner that sums its terms in a fixed order:
 So results are bitwise independent of the number of Numba threads. BLAS must be limited to
 one thread around these calls (the Numba threads are the parallel ones).
 
-Precision. A tile is computed in the storage dtype from end to end: cross products, distances,
-``exp`` (:func:`~.._numba.exp_inplace`) and the tile's products with ``Omega``/``Psi`` (cast
-to the storage dtype once per pass), so a float32 source runs SGEMM and twice-as-wide vector
-code. Only within a tile (``tc`` terms for ``G @ Omega``, ``tr`` for ``G.T @ Psi``) does a
-sum run in float32; the tiles' results are added in float64, in a fixed order, as are the
-set-up and centring sums. A float32 pass so agrees with the float64 pass over the same
-stored points to about ``sqrt(tc) * 6e-8`` relative (measured: below 1e-6).
+Precision. A tile is computed in the storage dtype from end to end: cross products (or
+exponents), distances, ``exp`` (:func:`~.._numba.exp_inplace`) and the tile's products with
+``Omega``/``Psi`` (cast to the storage dtype once per pass), so a float32 source runs SGEMM
+and twice-as-wide vector code. Only within a tile (``tc`` terms for ``G @ Omega``, ``tr`` for
+``G.T @ Psi``) does a sum run in float32; the tiles' results are added in float64, in a fixed
+order, as are the set-up and centring sums. A float32 pass so agrees with the float64 pass
+over the same stored points to about ``sqrt(tc) * 6e-8`` relative (measured: below 1e-6).
 
-Point layouts (``Points.mode``): ``DENSE`` (``xd`` = X, ``zd`` = Z, both row-major),
-``X_SPARSE`` (X as CSR ``xp, xi, xv``; ``zd`` = Z.T, d x M), ``Z_SPARSE`` (``xd`` = X.T,
-d x N; Z as CSR ``zp, zi, zv``), ``BOTH_SPARSE`` (both CSR). Unused fields hold empty arrays
-of the same types, so one compile per dtype serves every layout.
+Point layouts (``Points.mode``): ``DENSE`` (``xd`` = X, ``zd`` = Z, both row-major; with a
+distance kernel also ``za``, the rows ``[z_j, 1, |z_j|^2]``), ``X_SPARSE`` (X as CSR
+``xp, xi, xv``; ``zd`` = Z.T, d x M), ``Z_SPARSE`` (``xd`` = X.T, d x N; Z as CSR
+``zp, zi, zv``), ``BOTH_SPARSE`` (both CSR). Unused fields hold empty arrays of the same
+types, so one compile per dtype serves every layout.
 """
 
 from __future__ import annotations
@@ -54,7 +58,8 @@ __all__ = ["CpuBackend", "RBF", "SNE", "T", "LINEAR", "POLY", "Params", "tile_sh
 DENSE, X_SPARSE, Z_SPARSE, BOTH_SPARSE = 0, 1, 2, 3
 #: points and their squared norms, in the layout of ``mode`` (see the module docstring)
 Points = collections.namedtuple(
-    "Points", ["mode", "n_features", "xd", "xp", "xi", "xv", "zd", "zp", "zi", "zv", "xx", "zz"]
+    "Points",
+    ["mode", "n_features", "xd", "xp", "xi", "xv", "zd", "zp", "zi", "zv", "xx", "zz", "za"],
 )
 
 _njit = numba.njit(fastmath=EXACT_FASTMATH, cache=True)
@@ -119,23 +124,68 @@ def cross_tile(P, i0, i1, j0, j1, C, w):
         _cross_both_sparse(P.xp, P.xi, P.xv, P.zp, P.zi, P.zv, i0, j0, C, w)
 
 
+# ----------------------------------------------------------------------- exponents by BLAS
+@_njit
+def augmented_columns(Z, zz, za):
+    """``za[j] = [z_j, 1, |z_j|^2]``: the column points of :func:`exponent_tile`."""
+    m, d = Z.shape
+    for j in range(m):
+        for k in range(d):
+            za[j, k] = Z[j, k]
+        za[j, d] = 1.0
+        za[j, d + 1] = zz[j]
+
+
+@_njit
+def _augmented_rows(xd, xx, shift, inv_g2, i0, Xa):
+    """``Xa[ii] = [2g x_i, g (shift_i - |x_i|^2), -g]`` for the rows ``i0:`` of a tile.
+
+    Worked out in float64 and rounded once to the dtype of ``Xa``.
+    """
+    ni, d2 = Xa.shape
+    d = d2 - 2
+    for ii in range(ni):
+        i = i0 + ii
+        for k in range(d):
+            Xa[ii, k] = 2.0 * inv_g2 * xd[i, k]
+        Xa[ii, d] = inv_g2 * (shift[i] - xx[i])
+        Xa[ii, d + 1] = -inv_g2
+
+
+@_njit
+def exponent_tile(P, prm, i0, i1, j0, j1, shift, Xa, K):
+    """``K = g (shift_i - |x_i - z_j|^2)`` for dense points, by one BLAS product.
+
+    The exponent of the exp kernels (and ``-d / gamma^2`` for "t", whose shift is 0) is a
+    dot product of ``d + 2`` terms, ``[2g x_i, g (shift_i - |x_i|^2), -g] . [z_j, 1, |z_j|^2]``
+    (``P.za``, :func:`augmented_columns`), so the GEMM that forms the cross products forms
+    it, and no sweep over the tile turns cross products into distances. It rounds like that
+    sweep: cancellation leaves an absolute error of order ``eps g (|x_i|^2 + |z_j|^2)`` in
+    either. Cancellation can make it positive where the distance is about 0; the callers
+    clamp it at 0, as the distances are clamped.
+    """
+    _augmented_rows(P.xd, P.xx, shift, prm.inv_g2, i0, Xa)
+    np.dot(Xa, P.za[j0:j1].T, K)
+
+
 # ----------------------------------------------------------------------- kernel values
 @_njit
-def _distances(row, crow, xi, zz, j0):
-    """``row <- max(|x_i|^2 + |z_j|^2 - 2 x_i.z_j, 0)`` in the dtype of ``row``."""
+def _distances(row, xi, zz, j0):
+    """``row <- max(|x_i|^2 + |z_j|^2 - 2 row, 0)``: distances from the cross products
+    ``row[jj] = x_i . z_j``, in place, in the dtype of ``row``."""
     zero = like(row, 0.0)
     for jj in range(row.shape[0]):
-        d = xi + zz[j0 + jj] - (crow[jj] + crow[jj])
+        d = xi + zz[j0 + jj] - (row[jj] + row[jj])
         row[jj] = d if d > zero else zero
 
 
 @_njit
-def _exp_args(row, crow, xi, zz, j0, mn, g):
-    """``row <- (mn - max(|x_i|^2 + |z_j|^2 - 2 x_i.z_j, 0)) g``: the distances and the
-    shifted, scaled exponents of an exp kernel in one sweep, in the dtype of ``row``."""
+def _exponents(row, xi, zz, j0, mn, g):
+    """``row <- (mn - max(|x_i|^2 + |z_j|^2 - 2 row, 0)) g``: the shifted, scaled exponents
+    from the cross products in ``row``, in place, in the dtype of ``row``."""
     zero = like(row, 0.0)
     for jj in range(row.shape[0]):
-        d = xi + zz[j0 + jj] - (crow[jj] + crow[jj])
+        d = xi + zz[j0 + jj] - (row[jj] + row[jj])
         row[jj] = (mn - max(d, zero)) * g
 
 
@@ -149,37 +199,55 @@ def _row_min(row):
 
 
 @_njit
-def kernel_tile(C, K, P, prm, i0, j0, shift, scale, scratch):
-    """Kernel values ``K = G[i0:, j0:]`` of a tile from its cross products ``C``.
+def kernel_tile(K, P, prm, i0, j0, shift, scale):
+    """Kernel values ``G[i0:, j0:]`` of a tile from its cross products, in place in ``K``.
 
     Same arithmetic as the dense builder, in the dtype of ``K`` (the storage dtype): exp
     kernels use the stored row shift (SNE: the row's smallest distance) and row normaliser
-    ``scale``; "t" divides by ``1 + d/gamma^2``.
+    ``scale``; "t" divides by ``1 + d/gamma^2``. Each entry is read before it is written.
     """
-    ni, nj = C.shape
+    ni, nj = K.shape
     kind = prm.kind
+    if kind == LINEAR:
+        return
+    if kind == POLY:
+        for ii in range(ni):
+            row = K[ii]
+            for jj in range(nj):
+                row[jj] = (row[jj] + prm.coef0) ** prm.degree
+        return
     g = like(K, prm.inv_g2)
+    for ii in range(ni):
+        row = K[ii]
+        i = i0 + ii
+        if kind == T:
+            _distances(row, P.xx[i], P.zz, j0)
+            for jj in range(nj):
+                row[jj] = -row[jj] * g
+        else:
+            _exponents(row, P.xx[i], P.zz, j0, like(K, shift[i]), g)
+    exponent_values(K, prm, i0, scale)
+
+
+@_njit
+def exponent_values(K, prm, i0, scale):
+    """Kernel values of a distance kernel from its exponents (:func:`exponent_tile`), in place.
+
+    Exp kernels take ``exp`` of the exponent clamped at 0 (SNE rows are then scaled by their
+    normaliser ``scale``); "t" takes ``1 / (1 - v)`` with ``v`` clamped at 0, times ``scale``.
+    """
+    ni, nj = K.shape
+    kind = prm.kind
+    zero = like(K, 0.0)
     one = like(K, 1.0)
     for ii in range(ni):
         row = K[ii]
-        crow = C[ii]
-        if kind == LINEAR:
-            for jj in range(nj):
-                row[jj] = crow[jj]
-            continue
-        if kind == POLY:
-            for jj in range(nj):
-                row[jj] = (crow[jj] + prm.coef0) ** prm.degree
-            continue
-        i = i0 + ii
-        c = like(K, scale[i])
+        c = like(K, scale[i0 + ii])
         if kind == T:
-            _distances(row, crow, P.xx[i], P.zz, j0)
             for jj in range(nj):
-                row[jj] = c * (one / (one + row[jj] * g))
+                row[jj] = c * (one / (one - min(row[jj], zero)))
             continue
-        _exp_args(row, crow, P.xx[i], P.zz, j0, like(K, shift[i]), g)
-        exp_inplace(row, scratch)
+        exp_inplace(row)  # clamps positive exponents at 0
         if kind != RBF:  # rbf rows are not normalised (c = 1)
             for jj in range(nj):
                 row[jj] = row[jj] * c
@@ -213,21 +281,22 @@ def _sum_and_squares(row):
 
 
 @_njit
-def row_stats_tile(C, P, prm, i0, j0, first, shift, rsum, rsq, buf, scratch):
+def row_stats_tile(C, P, prm, i0, j0, first, shift, rsum, rsq):
     """Update the running SNE/t row statistics of rows ``i0:`` with one tile.
 
     ``shift`` is the running smallest distance (SNE), ``rsum`` the running sum of
     ``exp((shift - d) / gamma^2)`` and ``rsq`` that of its squares; when a tile lowers the
     minimum, the sums so far are rescaled (the streaming log-sum-exp), so no value exceeds 1.
-    "t" sums ``1 / (1 + d / gamma^2)`` without a shift.
+    "t" sums ``1 / (1 + d / gamma^2)`` without a shift. ``C`` holds the tile's cross
+    products on entry and is overwritten.
     """
     ni, nj = C.shape
-    g = like(buf, prm.inv_g2)
-    one = like(buf, 1.0)
+    g = like(C, prm.inv_g2)
+    one = like(C, 1.0)
     for ii in range(ni):
         i = i0 + ii
-        row = buf[:nj]
-        _distances(row, C[ii], P.xx[i], P.zz, j0)
+        row = C[ii]
+        _distances(row, P.xx[i], P.zz, j0)
         if prm.kind == SNE:
             mloc = _row_min(row)
             if first:
@@ -237,10 +306,10 @@ def row_stats_tile(C, P, prm, i0, j0, first, shift, rsum, rsq, buf, scratch):
                 rsum[i] *= f
                 rsq[i] *= f * f
                 shift[i] = mloc
-            mn = like(buf, shift[i])
+            mn = like(C, shift[i])
             for jj in range(nj):
                 row[jj] = (mn - row[jj]) * g
-            exp_inplace(row, scratch)
+            exp_inplace(row)
         else:
             for jj in range(nj):
                 row[jj] = one / (one + row[jj] * g)
@@ -277,34 +346,36 @@ def _add_into(dst, src):
 
 
 @_njit
-def _tile_views(cbuf, kbuf, ni, nj):
-    """C-contiguous ``(ni, nj)`` views of the flat cross-product and kernel buffers."""
-    return cbuf[:ni * nj].reshape((ni, nj)), kbuf[:ni * nj].reshape((ni, nj))
-
-
-@_njit
 def _tile_buffers(P, tr, tc):
     """One thread's buffers for :func:`_kernel_block` on tiles of at most ``tr x tc``.
 
-    ``(cbuf, kbuf, scratch, w)``: the flat cross-product and kernel buffers (storage dtype),
-    the kernel's integer scratch and the sparse scatter row (:func:`_work_row`).
+    ``(kbuf, xa, w)``: the flat tile buffer (storage dtype), room for a tile's augmented
+    rows (:func:`exponent_tile`; empty without ``P.za``) and the sparse scatter row
+    (:func:`_work_row`).
     """
-    cbuf = np.empty(tr * tc, dtype=P.xx.dtype)
     kbuf = np.empty(tr * tc, dtype=P.xx.dtype)
-    scratch = np.empty(tc, dtype=np.int64)
-    return cbuf, kbuf, scratch, _work_row(P)
+    xa = np.empty(tr * P.za.shape[1], dtype=P.xx.dtype)
+    return kbuf, xa, _work_row(P)
 
 
 @_njit
 def _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs):
-    """The kernel tile ``K = G[i0:i1, j0:j1]`` (uncentred), a view into ``bufs``' kernel buffer.
+    """The kernel tile ``K = G[i0:i1, j0:j1]`` (uncentred), a view into ``bufs``' tile buffer.
 
-    ``bufs`` comes from :func:`_tile_buffers`; the cross products go through its ``cbuf``.
+    ``bufs`` comes from :func:`_tile_buffers`. With ``P.za`` (dense points, a distance
+    kernel) BLAS forms the exponents (:func:`exponent_tile`); otherwise the cross products,
+    turned into kernel values in place.
     """
-    cbuf, kbuf, scratch, w = bufs
-    C, K = _tile_views(cbuf, kbuf, i1 - i0, j1 - j0)
-    cross_tile(P, i0, i1, j0, j1, C, w)
-    kernel_tile(C, K, P, prm, i0, j0, shift, scale, scratch)
+    kbuf, xa, w = bufs
+    ni, nj = i1 - i0, j1 - j0
+    K = kbuf[:ni * nj].reshape((ni, nj))
+    da = P.za.shape[1]
+    if da > 0:
+        exponent_tile(P, prm, i0, i1, j0, j1, shift, xa[:ni * da].reshape((ni, da)), K)
+        exponent_values(K, prm, i0, scale)
+    else:
+        cross_tile(P, i0, i1, j0, j1, K, w)
+        kernel_tile(K, P, prm, i0, j0, shift, scale)
     return K
 
 
@@ -391,8 +462,6 @@ def row_stats(P, prm, a, b, tr, tc, shift, rsum, rsq):
         i0 = a + t * tr
         i1 = min(i0 + tr, b)
         cbuf = np.empty(tr * tc, dtype=P.xx.dtype)
-        kbuf = np.empty(tc, dtype=P.xx.dtype)
-        scratch = np.empty(tc, dtype=np.int64)
         w = _work_row(P)
         for i in range(i0, i1):
             shift[i] = 0.0
@@ -402,7 +471,7 @@ def row_stats(P, prm, a, b, tr, tc, shift, rsum, rsq):
             j1 = min(j0 + tc, m)
             C = cbuf[:(i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
             cross_tile(P, i0, i1, j0, j1, C, w)
-            row_stats_tile(C, P, prm, i0, j0, j0 == 0, shift, rsum, rsq, kbuf, scratch)
+            row_stats_tile(C, P, prm, i0, j0, j0 == 0, shift, rsum, rsq)
 
 
 @_pjit
@@ -451,8 +520,8 @@ def fill(P, prm, tr, tc, shift, scale, rmean, cmean, gmean, center, out):
 #: call it less often. Pass / BLAS at N = M = 4000, d = 64, 40 columns, float32, 1 thread,
 #: measured: 16-core Skylake-X, matmat 1.43 at 128 x 256, 1.28 at 256 x 256, 1.18 at
 #: 256 x 1024; 2-core EPYC, 128 x 256 against 256 x 256 in one run, matmat 1.36 -> 1.08,
-#: rmatmat 1.35 -> 1.08 (benchmarks/recorded/passes/README.md). 256 x 1024 float64 buffers
-#: take 4 MiB a thread.
+#: rmatmat 1.35 -> 1.08 (benchmarks/recorded/passes/README.md). A 256 x 1024 float64 tile
+#: takes 2 MiB a thread.
 TILE_ROWS = 256
 TILE_COLS = 1024
 #: narrower column tiles for small M, so that column-parallel passes still have about
@@ -464,8 +533,10 @@ MIN_TILE_COLS = 64
 def tile_shape(m, chunk_bytes):
     """``(tr, tc)``: rows and columns of a tile of G with M columns, from sizes only.
 
-    The default is ``256 x min(1024, ~M/16)`` columns; a smaller ``chunk_bytes`` (the budget
-    of one tile's two buffers, 16 bytes per entry) shrinks it, down to ``1 x 1``.
+    The default is ``256 x min(1024, ~M/16)`` columns; a smaller ``chunk_bytes`` shrinks it,
+    down to ``1 x 1``. The budget is counted at 16 bytes an entry, as when a tile took two
+    buffers (cross products and kernel values; now one, in place), so the shapes, and with
+    them the summation orders, stay those measured above.
     """
     tc = -(-m // COL_TILES)
     tc = min(TILE_COLS, m, -(-tc // MIN_TILE_COLS) * MIN_TILE_COLS)
@@ -619,7 +690,11 @@ class CpuBackend(Backend):
         z = _csr_arrays(Z, self.dtype) if sp.issparse(Z) else empty
         xd = empty2 if sp.issparse(X) else X
         zd = empty2 if sp.issparse(Z) else Z
-        return Points(self.mode, self.n_features, xd, *x, zd, *z, xx, zz)
+        za = empty2
+        if self.mode == DENSE and self.params.kind in (RBF, SNE, T):
+            za = np.empty((Z.shape[0], Z.shape[1] + 2), dtype=self.dtype)
+            augmented_columns(Z, zz, za)
+        return Points(self.mode, self.n_features, xd, *x, zd, *z, xx, zz, za)
 
     def setup_rows(self, a, b, normalised, center):
         return setup_rows(self.points(), self.params, self.tiles, a, b, normalised, center,

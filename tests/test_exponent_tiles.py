@@ -1,0 +1,148 @@
+"""Exponents by BLAS: the CPU tiles of dense points (issue 21, item 2).
+
+For rbf, SNE and t over dense points, the tile's GEMM forms the exponent itself,
+``[2g x_i, g (s_i - |x_i|^2), -g] . [z_j, 1, |z_j|^2]``, and one sweep takes ``exp``. Checked
+here against the cross-product path (kept for sparse points) and against exact distances of
+the stored points, on hard families: far apart, rare clusters, flat (every distance 0) and
+two separated clouds (large SNE shifts); and the certificate's rounding slack must cover what
+the new arithmetic can lose. Also the bit trick that gives ``2^k`` in the exp sweep.
+"""
+
+import numba
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from ksvd_bench.kernels import KernelSource
+from ksvd_bench.kernels._numba import (
+    EXP_MIN,
+    EXP_MIN_F32,
+    ROUND_BITS,
+    ROUND_BITS_F32,
+    pow2_of_rounded,
+)
+from ksvd_bench.kernels.backends import cpu as F
+
+N, M, D = 70, 55, 8
+
+
+def _family(name, seed=0):
+    """``(X, Z, gamma)`` of a hard point family."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((N, D))
+    Z = rng.standard_normal((M, D))
+    if name == "far":  # far from the origin: translation cannot help a spread this wide
+        X *= 300.0
+        Z *= 300.0
+        return X, Z, 600.0
+    if name == "rare":  # five rows in a cluster of their own, far from every column
+        X[:5] += 40.0
+        return X, Z, 3.0
+    if name == "flat":  # every distance 0: exponents are all cancellation
+        X[:] = X[0] + 1e3
+        Z[:] = X[0]
+        return X, Z, 1.0
+    if name == "separated":  # SNE rows shifted by their nearest distance, about 40^2
+        X[:, 0] += 20.0
+        Z[:, 0] -= 20.0
+        return X, Z, 4.0
+    return X, Z, 2.0
+
+
+def _reference(S, kernel):
+    """G over the source's stored points, from exact (cdist) distances, float64."""
+    b = S._backend
+    D2 = cdist(np.asarray(b._X, np.float64), np.asarray(b._Z, np.float64), "sqeuclidean")
+    g = b.params.inv_g2
+    if kernel == "rbf":
+        return np.exp(-D2 * g)
+    if kernel == "sne":
+        return np.exp((S._shift[:, None] - D2) * g) * S._scale[:, None]
+    return S._scale[:, None] / (1.0 + D2 * g)
+
+
+def _tiles(S):
+    """The whole G as one tile, by the exponent GEMM and by the cross-product path."""
+    b = S._backend
+    P = b.points()
+    n, m = S.shape
+    assert P.za.shape == (m, D + 2)  # dense points, a distance kernel: the GEMM path
+    by_gemm = np.empty((n, m), dtype=S.dtype)
+    F.exponent_tile(P, b.params, 0, n, 0, m, S._shift, np.empty((n, D + 2), S.dtype), by_gemm)
+    F.exponent_values(by_gemm, b.params, 0, S._scale)
+    by_cross = np.empty((n, m), dtype=S.dtype)
+    F.cross_tile(P, 0, n, 0, m, by_cross, np.zeros(1))
+    F.kernel_tile(by_cross, P, b.params, 0, 0, S._shift, S._scale)
+    return by_gemm, by_cross
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kernel", ["rbf", "sne", "t"])
+@pytest.mark.parametrize("family", ["plain", "far", "rare", "flat", "separated"])
+def test_exponent_gemm_within_its_rounding_bound(family, kernel, dtype):
+    X, Z, gamma = _family(family)
+    S = KernelSource.from_points(X, Z, kernel, gamma=gamma, dtype=dtype)
+    by_gemm, by_cross = _tiles(S)
+    ref = _reference(S, kernel)
+    # the slack's model: the exponent rounds by (d + 3) u T, T the sum of the terms' sizes;
+    # then exp (1 ulp; values below exp(EXP_MIN) are flushed to 0), the row scale, the cast
+    u = np.finfo(dtype).eps
+    b = S._backend
+    T = b.params.inv_g2 * (2 * S._xx.max() + 2 * S._zz.max() + S._shift.max())
+    flushed = np.exp(float(EXP_MIN if dtype == np.float64 else EXP_MIN_F32))
+    bound = ((D + 3) * u * T + 4 * u) * ref + flushed
+    for name, K in (("gemm", by_gemm), ("cross", by_cross)):
+        err = np.abs(K.astype(np.float64) - ref)
+        assert np.all(err <= bound), (name, float(np.max(err / bound)))
+    if family == "flat":  # clamped at 0: exactly the kernel's value at distance 0
+        np.testing.assert_array_equal(by_gemm, by_cross)
+    # and the pass itself agrees with the tile
+    Om = np.random.default_rng(1).standard_normal((S.shape[1], 3))
+    np.testing.assert_allclose(S.matmat(Om), by_gemm.astype(np.float64) @ Om,
+                               rtol=100 * u, atol=100 * u * np.abs(ref).max())
+
+
+def test_sparse_points_keep_the_cross_product_path():
+    X, Z, gamma = _family("plain")
+    import scipy.sparse as sp
+
+    S = KernelSource.from_points(sp.csr_matrix(X), Z, "rbf", gamma=gamma)
+    assert S._backend.points().za.size == 0
+    T = KernelSource.from_points(X, Z, "rbf", gamma=gamma)
+    Om = np.random.default_rng(2).standard_normal((M, 2))
+    np.testing.assert_allclose(S.matmat(Om), T.matmat(Om), rtol=1e-13)
+
+
+def test_linear_and_poly_take_no_augmented_points():
+    X, Z, _ = _family("plain")
+    for kernel in ("linear", "poly"):
+        S = KernelSource.from_points(X, Z, kernel)
+        assert S._backend.points().za.size == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_frobenius_slack_covers_large_sne_shifts(dtype):
+    """Separated clouds: every SNE row's shift is large, and enters the exponent's sum."""
+    X, Z, gamma = _family("separated")
+    S = KernelSource.from_points(X, Z, "sne", gamma=gamma, dtype=dtype)
+    assert S._shift.min() > 1000.0
+    value, slack = S.frobenius_slack()
+    exact = np.linalg.norm(_reference(S, "sne"))
+    assert abs(value - exact) <= slack
+
+
+@numba.njit(cache=False)
+def _powers(k, round_bits):
+    out = np.empty_like(k)
+    for i in range(k.shape[0]):
+        out[i] = pow2_of_rounded(k[i] + round_bits)
+    return out
+
+
+def test_pow2_of_rounded_is_exact_over_the_normal_range():
+    k = np.arange(-1022, 1).astype(np.float64)
+    np.testing.assert_array_equal(_powers(k, ROUND_BITS), np.ldexp(1.0, k.astype(int)))
+    k32 = np.arange(-126, 1).astype(np.float32)
+    got = _powers(k32, ROUND_BITS_F32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.ldexp(np.float32(1.0), k32.astype(int)))
