@@ -141,12 +141,10 @@ if sys.argv[1] == "preload":
     S0 = KernelSource._from_arrays(X, Z, "sne", gamma=0.7, center=True, setup=False)
     P, prm, (n, m) = S0._backend.points(), S0._backend.params, S0.shape
     C, K, sh = np.empty((2, 3)), np.empty((2, 3)), np.zeros(n)
-    F.cross_tile(P, 0, 2, 0, 3, C, np.zeros(1))
+    F.neg_distance_tile(P, 0, 2, 0, 3, np.empty(10), C, np.zeros(1))
     K[:] = C
-    F.row_stats_tile(C, P, prm, 0, 0, True, sh, np.zeros(n), np.zeros(n))
-    F.kernel_tile(K, P, prm, 0, 0, sh, np.ones(n))
-    F.exponent_tile(P, prm, 0, 2, 0, 3, sh, np.empty((2, 5)), C)
-    F.exponent_values(C, prm, 0, np.ones(n))
+    F.row_stats_tile(C, prm, 0, True, sh, np.zeros(n), np.zeros(n))
+    F.distance_values(K, prm, 0, sh, np.ones(n))
     F.center_sums_tile(K, 0, np.empty((1, 2, 1))[0, :, 0], np.zeros(m), np.zeros(m))
 out = []
 for kernel in ("sne", "t"):

@@ -114,17 +114,23 @@ def pow2_of_rounded(typingctx, kr):
 # The loop vectorises (floor, FMA, integer add and shift), unlike a call to libm's exp
 # without SVML.
 @numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=True)
-def exp_nonpos(a):
-    """``a <- exp(a)`` in place for ``a <= 0`` (float64), vectorisable, within 1 ulp of libm.
+def exp_nonpos(a, shift=0.0, g=1.0):
+    """``a <- exp(min((shift + a) g, 0))`` in place (float64), vectorisable, within 1 ulp of
+    libm's ``exp`` of the rounded exponent.
 
-    ``exp(x) = 2^k exp(r)`` with ``k = round(x / log 2)``, ``|r| <= log(2) / 2`` and a degree-13
-    Taylor polynomial for ``exp(r)`` (truncation error < 1e-17 relative); ``2^k`` is built
-    from its bit pattern (:func:`pow2_of_rounded`). Inputs below ``EXP_MIN`` return 0
-    (subnormal results are flushed: an absolute error below 3.3e-308); positive inputs are
-    treated as 0.
+    With the defaults, ``a <- exp(a)`` for ``a <= 0``. The tile passes give minus the
+    squared distances, their row's shift (``>= 0``) and ``1 / gamma^2``: the exponent
+    ``(shift - max(d, 0)) / gamma^2`` is formed in the same sweep, the clamp at 0 doing the
+    work of the distances' (a distance below 0 makes the exponent positive either way).
+
+    ``exp(x) = 2^k exp(r)`` with ``k = round(x / log 2)``, ``|r| <= log(2) / 2`` and a
+    degree-13 Taylor polynomial for ``exp(r)`` (truncation error < 1e-17 relative); ``2^k``
+    is built from its bit pattern (:func:`pow2_of_rounded`). Exponents below ``EXP_MIN``
+    give 0 (subnormal results are flushed: an absolute error below 3.3e-308); positive ones
+    are treated as 0.
     """
     for j in range(a.shape[0]):
-        x0 = a[j]
+        x0 = (shift + a[j]) * g
         x = min(max(x0, EXP_MIN), 0.0)  # min/max, not branches: they vectorise better
         k = np.floor(x * LOG2E + 0.5)
         r = (x - k * LN2_HI) - k * LN2_LO
@@ -157,20 +163,21 @@ _EXPF_POLY = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3
 
 
 @numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=True)
-def exp_nonpos_f32(a):
-    """``a <- exp(a)`` in place for float32 ``a <= 0``, all in float32 arithmetic, vectorisable.
+def exp_nonpos_f32(a, shift, g):
+    """``a <- exp(min((shift + a) g, 0))`` in place for float32 ``a``, ``shift`` and ``g``,
+    all in float32 arithmetic, vectorisable.
 
     The float32 twin of :func:`exp_nonpos` (twice the vector width): ``exp(x) = 2^k exp(r)``
     with ``|r| <= log(2) / 2`` and Cephes' expf polynomial (relative error below 2e-7).
-    Inputs below ``EXP_MIN_F32`` return 0 (an absolute error below 1.7e-38); positive
-    inputs are treated as 0.
+    Exponents below ``EXP_MIN_F32`` give 0 (an absolute error below 1.7e-38); positive ones
+    are treated as 0.
     """
     zero = np.float32(0.0)
     half = np.float32(0.5)
     one = np.float32(1.0)
     c0, c1, c2, c3, c4, c5 = _EXPF_POLY
     for j in range(a.shape[0]):
-        x0 = a[j]
+        x0 = (shift + a[j]) * g
         x = min(max(x0, EXP_MIN_F32), zero)
         k = np.floor(x * LOG2E_F32 + half)
         r = (x - k * LN2_HI_F32) - k * LN2_LO_F32
@@ -183,19 +190,20 @@ def exp_nonpos_f32(a):
         a[j] = v * pow2_of_rounded(k + ROUND_BITS_F32)
 
 
-def exp_inplace(a):
-    """``a <- exp(a)`` for ``a <= 0`` in ``a``'s own precision (jit code only).
+def exp_inplace(a, shift, g):
+    """``a <- exp(min((shift + a) g, 0))`` in ``a``'s own precision (jit code only).
 
-    :func:`exp_nonpos` for float64 rows, :func:`exp_nonpos_f32` for float32 rows.
+    :func:`exp_nonpos` for float64 rows, :func:`exp_nonpos_f32` for float32 rows (``shift``
+    and ``g`` of the row's dtype).
     """
     raise NotImplementedError("exp_inplace is called from jit code only")
 
 
 @overload(exp_inplace)
-def _exp_inplace(a):
+def _exp_inplace(a, shift, g):
     if a.dtype == nbtypes.float32:
-        return lambda a: exp_nonpos_f32(a)
-    return lambda a: exp_nonpos(a)
+        return lambda a, shift, g: exp_nonpos_f32(a, shift, g)
+    return lambda a, shift, g: exp_nonpos(a, shift, g)
 
 
 def like(a, x):

@@ -893,14 +893,10 @@ class KernelSource:
 
         Linear and poly (degree ``p``): ``|x.z|`` rounds by ``(d + 2) u |x| |z|``, raised to
         ``p``: at most ``p (d + 2) u`` times the analytic bound (Cauchy-Schwarz). Exp and t
-        kernels: the exponent ``t = (s_i - |x_i - z_j|^2) / gamma^2`` (``s_i`` the SNE row
-        shift, else 0) is a dot product of ``d + 2`` terms, ``[2 x_i, s_i - |x_i|^2, -1] .
-        [z_j, 1, |z_j|^2] / gamma^2`` (or the same terms summed after the cross products),
-        whose absolute values add up to at most ``T = (2 max |x|^2 + 2 max |z|^2 + max s) /
-        gamma^2`` (translated points); each term is rounded once before the sum, so ``t``
-        rounds by ``(d + 3) u T``, and ``|dk/dt| <= k``; the row normalisation of SNE and t
-        adds ``M`` float64 roundings. The centring that follows is a projection: it does not
-        enlarge it.
+        kernels: the exponent ``t = (|x|^2 + |z|^2 - 2 x.z) / gamma^2`` rounds by
+        ``(d + 2) u T`` with ``T = 2 (max |x|^2 + max |z|^2) / gamma^2`` (translated, scaled
+        points), and ``|dk/dt| <= k``; the row normalisation of SNE and t adds ``M`` float64
+        roundings. The centring that follows is a projection: it does not enlarge it.
         """
         n, m = self.shape
         u = float(np.finfo(self.dtype).eps)
@@ -910,9 +906,8 @@ class KernelSource:
             return p * (d + 2) * u * self._analytic_bound()
         xmax = float(np.max(self._xx)) if self._xx.size else 0.0
         zmax = float(np.max(self._zz)) if self._zz.size else 0.0
-        smax = float(np.max(self._shift)) if self.kernel == "sne" and self._shift.size else 0.0
-        T = getattr(self, "_inv_g2", 0.0) * (2.0 * xmax + 2.0 * zmax + smax)
-        rel = (d + 3) * u * (1.0 + T) + (m + 4) * np.finfo(np.float64).eps
+        T = 2.0 * getattr(self, "_inv_g2", 0.0) * (xmax + zmax)
+        rel = (d + 2) * u * (1.0 + T) + (m + 4) * np.finfo(np.float64).eps
         return rel * float(np.sqrt(self._sumsq))
 
     def _analytic_bound(self):

@@ -5,11 +5,11 @@ that is never stored.
 products ``X[rows] @ Z[cols].T`` (BLAS), turns them into kernel values in place while they
 are in cache, and at once multiplies the tile into the outputs (BLAS again), so no
 ``N_chunk x M`` block of ``G`` is ever written. For dense points and the distance kernels
-(rbf, SNE, t) the first product forms the exponents themselves, ``g (shift_i - |x_i - z_j|^2)``,
-from points with two more coordinates (:func:`exponent_tile`), so a tile costs one sweep
-(:func:`~.._numba.exp_inplace`) between its two BLAS calls. One pass serves ``G @ Omega``,
-``G.T @ Psi`` or both, and the set-up statistics (row shifts and normalisers, centring sums,
-sum of squares).
+(rbf, SNE, t) the first product forms minus the squared distances themselves, from points
+with two more coordinates (:func:`neg_distance_tile`), so a tile costs one sweep
+(:func:`distance_values`: exponent and ``exp`` together) between its two BLAS calls. One
+pass serves ``G @ Omega``, ``G.T @ Psi`` or both, and the set-up statistics (row shifts and
+normalisers, centring sums, sum of squares).
 
 Determinism. Tile sizes come from the shape only, never from the thread count, and every
 output has one owner that sums its terms in a fixed order:
@@ -124,10 +124,10 @@ def cross_tile(P, i0, i1, j0, j1, C, w):
         _cross_both_sparse(P.xp, P.xi, P.xv, P.zp, P.zi, P.zv, i0, j0, C, w)
 
 
-# ----------------------------------------------------------------------- exponents by BLAS
+# ----------------------------------------------------------------------- distances
 @_njit
 def augmented_columns(Z, zz, za):
-    """``za[j] = [z_j, 1, |z_j|^2]``: the column points of :func:`exponent_tile`."""
+    """``za[j] = [z_j, 1, |z_j|^2]``: the column points of :func:`neg_distance_tile`."""
     m, d = Z.shape
     for j in range(m):
         for k in range(d):
@@ -137,107 +137,72 @@ def augmented_columns(Z, zz, za):
 
 
 @_njit
-def _augmented_rows(xd, xx, shift, inv_g2, i0, Xa):
-    """``Xa[ii] = [2g x_i, g (shift_i - |x_i|^2), -g]`` for the rows ``i0:`` of a tile.
-
-    Worked out in float64 and rounded once to the dtype of ``Xa``.
-    """
+def _augmented_rows(xd, xx, i0, Xa):
+    """``Xa[ii] = [2 x_i, -|x_i|^2, -1]`` for the rows ``i0:`` of a tile (exact copies)."""
     ni, d2 = Xa.shape
     d = d2 - 2
     for ii in range(ni):
         i = i0 + ii
         for k in range(d):
-            Xa[ii, k] = 2.0 * inv_g2 * xd[i, k]
-        Xa[ii, d] = inv_g2 * (shift[i] - xx[i])
-        Xa[ii, d + 1] = -inv_g2
+            Xa[ii, k] = 2.0 * xd[i, k]
+        Xa[ii, d] = -xx[i]
+        Xa[ii, d + 1] = -1.0
 
 
 @_njit
-def exponent_tile(P, prm, i0, i1, j0, j1, shift, Xa, K):
-    """``K = g (shift_i - |x_i - z_j|^2)`` for dense points, by one BLAS product.
+def _neg_distances(row, xi, zz, j0):
+    """``row <- 2 row - (|x_i|^2 + |z_j|^2)``: minus the squared distances, from the cross
+    products ``row[jj] = x_i . z_j``, in place, in the dtype of ``row``."""
+    for jj in range(row.shape[0]):
+        row[jj] = (row[jj] + row[jj]) - (xi + zz[j0 + jj])
 
-    The exponent of the exp kernels (and ``-d / gamma^2`` for "t", whose shift is 0) is a
-    dot product of ``d + 2`` terms, ``[2g x_i, g (shift_i - |x_i|^2), -g] . [z_j, 1, |z_j|^2]``
-    (``P.za``, :func:`augmented_columns`), so the GEMM that forms the cross products forms
-    it, and no sweep over the tile turns cross products into distances. It rounds like that
-    sweep: cancellation leaves an absolute error of order ``eps g (|x_i|^2 + |z_j|^2)`` in
-    either. Cancellation can make it positive where the distance is about 0; the callers
-    clamp it at 0, as the distances are clamped.
+
+@_njit
+def neg_distance_tile(P, i0, i1, j0, j1, xa, K, w):
+    """``K = -|x_i - z_j|^2`` over rows ``i0:i1`` and columns ``j0:j1`` (unclamped).
+
+    Dense points (``P.za``): one BLAS product of points with two more coordinates,
+    ``[2 x_i, -|x_i|^2, -1] . [z_j, 1, |z_j|^2]`` (:func:`augmented_columns`; ``xa`` holds
+    the tile's rows), so no sweep turns cross products into distances: the sum of the
+    same ``d + 2`` terms, rounded as that sweep rounds them, to ``(d + 2) eps`` of
+    ``2 (|x_i|^2 + |z_j|^2)``. Sparse points: cross products (``w``: the scatter row),
+    then that sweep. Cancellation can leave a value slightly above 0 where the distance is
+    about 0: the users clamp at 0.
     """
-    _augmented_rows(P.xd, P.xx, shift, prm.inv_g2, i0, Xa)
-    np.dot(Xa, P.za[j0:j1].T, K)
+    da = P.za.shape[1]
+    if da > 0:
+        Xa = xa[:(i1 - i0) * da].reshape((i1 - i0, da))
+        _augmented_rows(P.xd, P.xx, i0, Xa)
+        np.dot(Xa, P.za[j0:j1].T, K)
+        return
+    cross_tile(P, i0, i1, j0, j1, K, w)
+    for ii in range(i1 - i0):
+        _neg_distances(K[ii], P.xx[i0 + ii], P.zz, j0)
+
+
+@_njit
+def _row_max(row):
+    """The largest entry of a non-empty row (a running maximum: exact in any order)."""
+    mx = row[0]
+    for jj in range(1, row.shape[0]):
+        mx = max(mx, row[jj])
+    return mx
 
 
 # ----------------------------------------------------------------------- kernel values
 @_njit
-def _distances(row, xi, zz, j0):
-    """``row <- max(|x_i|^2 + |z_j|^2 - 2 row, 0)``: distances from the cross products
-    ``row[jj] = x_i . z_j``, in place, in the dtype of ``row``."""
-    zero = like(row, 0.0)
-    for jj in range(row.shape[0]):
-        d = xi + zz[j0 + jj] - (row[jj] + row[jj])
-        row[jj] = d if d > zero else zero
+def distance_values(K, prm, i0, shift, scale):
+    """Kernel values from minus the squared distances in ``K`` (:func:`neg_distance_tile`),
+    in place, in the dtype of ``K`` (the storage dtype).
 
-
-@_njit
-def _exponents(row, xi, zz, j0, mn, g):
-    """``row <- (mn - max(|x_i|^2 + |z_j|^2 - 2 row, 0)) g``: the shifted, scaled exponents
-    from the cross products in ``row``, in place, in the dtype of ``row``."""
-    zero = like(row, 0.0)
-    for jj in range(row.shape[0]):
-        d = xi + zz[j0 + jj] - (row[jj] + row[jj])
-        row[jj] = (mn - max(d, zero)) * g
-
-
-@_njit
-def _row_min(row):
-    """The smallest entry of a non-empty row (a running minimum: exact in any order)."""
-    mn = row[0]
-    for jj in range(1, row.shape[0]):
-        mn = min(mn, row[jj])
-    return mn
-
-
-@_njit
-def kernel_tile(K, P, prm, i0, j0, shift, scale):
-    """Kernel values ``G[i0:, j0:]`` of a tile from its cross products, in place in ``K``.
-
-    Same arithmetic as the dense builder, in the dtype of ``K`` (the storage dtype): exp
-    kernels use the stored row shift (SNE: the row's smallest distance) and row normaliser
-    ``scale``; "t" divides by ``1 + d/gamma^2``. Each entry is read before it is written.
+    With ``d = max(-K, 0)``: exp kernels take ``exp((shift_i - d) / gamma^2)`` (the stored
+    row shift: SNE's smallest distance of the row, so its nearest entry is exactly
+    ``exp(0)``) times the row normaliser ``scale`` (SNE; rbf rows are not normalised); "t"
+    takes ``scale_i / (1 + d / gamma^2)``.
     """
     ni, nj = K.shape
     kind = prm.kind
-    if kind == LINEAR:
-        return
-    if kind == POLY:
-        for ii in range(ni):
-            row = K[ii]
-            for jj in range(nj):
-                row[jj] = (row[jj] + prm.coef0) ** prm.degree
-        return
     g = like(K, prm.inv_g2)
-    for ii in range(ni):
-        row = K[ii]
-        i = i0 + ii
-        if kind == T:
-            _distances(row, P.xx[i], P.zz, j0)
-            for jj in range(nj):
-                row[jj] = -row[jj] * g
-        else:
-            _exponents(row, P.xx[i], P.zz, j0, like(K, shift[i]), g)
-    exponent_values(K, prm, i0, scale)
-
-
-@_njit
-def exponent_values(K, prm, i0, scale):
-    """Kernel values of a distance kernel from its exponents (:func:`exponent_tile`), in place.
-
-    Exp kernels take ``exp`` of the exponent clamped at 0 (SNE rows are then scaled by their
-    normaliser ``scale``); "t" takes ``1 / (1 - v)`` with ``v`` clamped at 0, times ``scale``.
-    """
-    ni, nj = K.shape
-    kind = prm.kind
     zero = like(K, 0.0)
     one = like(K, 1.0)
     for ii in range(ni):
@@ -245,12 +210,21 @@ def exponent_values(K, prm, i0, scale):
         c = like(K, scale[i0 + ii])
         if kind == T:
             for jj in range(nj):
-                row[jj] = c * (one / (one - min(row[jj], zero)))
+                row[jj] = c * (one / (one - min(row[jj], zero) * g))
             continue
-        exp_inplace(row)  # clamps positive exponents at 0
-        if kind != RBF:  # rbf rows are not normalised (c = 1)
+        exp_inplace(row, like(K, shift[i0 + ii]), g)
+        if kind != RBF:
             for jj in range(nj):
                 row[jj] = row[jj] * c
+
+
+@_njit
+def poly_values(K, prm):
+    """``K <- (K + coef0) ** degree`` in place: poly kernel values from cross products."""
+    for ii in range(K.shape[0]):
+        row = K[ii]
+        for jj in range(K.shape[1]):
+            row[jj] = (row[jj] + prm.coef0) ** prm.degree
 
 
 @_njit
@@ -281,24 +255,25 @@ def _sum_and_squares(row):
 
 
 @_njit
-def row_stats_tile(C, P, prm, i0, j0, first, shift, rsum, rsq):
+def row_stats_tile(W, prm, i0, first, shift, rsum, rsq):
     """Update the running SNE/t row statistics of rows ``i0:`` with one tile.
 
-    ``shift`` is the running smallest distance (SNE), ``rsum`` the running sum of
-    ``exp((shift - d) / gamma^2)`` and ``rsq`` that of its squares; when a tile lowers the
-    minimum, the sums so far are rescaled (the streaming log-sum-exp), so no value exceeds 1.
-    "t" sums ``1 / (1 + d / gamma^2)`` without a shift. ``C`` holds the tile's cross
-    products on entry and is overwritten.
+    ``W`` holds minus the tile's squared distances (:func:`neg_distance_tile`) and is
+    overwritten. ``shift`` is the running smallest distance (SNE), ``rsum`` the running sum
+    of ``exp((shift - d) / gamma^2)`` and ``rsq`` that of its squares: the values of
+    :func:`distance_values`, bit for bit. When a tile lowers the minimum, the sums so far
+    are rescaled (the streaming log-sum-exp), so no value exceeds 1. "t" sums
+    ``1 / (1 + d / gamma^2)`` without a shift.
     """
-    ni, nj = C.shape
-    g = like(C, prm.inv_g2)
-    one = like(C, 1.0)
+    ni, nj = W.shape
+    g = like(W, prm.inv_g2)
+    zero = like(W, 0.0)
+    one = like(W, 1.0)
     for ii in range(ni):
         i = i0 + ii
-        row = C[ii]
-        _distances(row, P.xx[i], P.zz, j0)
+        row = W[ii]
         if prm.kind == SNE:
-            mloc = _row_min(row)
+            mloc = max(-_row_max(row), zero)  # the row's smallest clamped distance
             if first:
                 shift[i] = mloc
             elif mloc < shift[i]:
@@ -306,13 +281,10 @@ def row_stats_tile(C, P, prm, i0, j0, first, shift, rsum, rsq):
                 rsum[i] *= f
                 rsq[i] *= f * f
                 shift[i] = mloc
-            mn = like(C, shift[i])
-            for jj in range(nj):
-                row[jj] = (mn - row[jj]) * g
-            exp_inplace(row)
+            exp_inplace(row, like(W, shift[i]), g)
         else:
             for jj in range(nj):
-                row[jj] = one / (one + row[jj] * g)
+                row[jj] = one / (one - min(row[jj], zero) * g)
         s, q = _sum_and_squares(row)
         rsum[i] += s
         rsq[i] += q
@@ -350,7 +322,7 @@ def _tile_buffers(P, tr, tc):
     """One thread's buffers for :func:`_kernel_block` on tiles of at most ``tr x tc``.
 
     ``(kbuf, xa, w)``: the flat tile buffer (storage dtype), room for a tile's augmented
-    rows (:func:`exponent_tile`; empty without ``P.za``) and the sparse scatter row
+    rows (:func:`neg_distance_tile`; empty without ``P.za``) and the sparse scatter row
     (:func:`_work_row`).
     """
     kbuf = np.empty(tr * tc, dtype=P.xx.dtype)
@@ -362,20 +334,19 @@ def _tile_buffers(P, tr, tc):
 def _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs):
     """The kernel tile ``K = G[i0:i1, j0:j1]`` (uncentred), a view into ``bufs``' tile buffer.
 
-    ``bufs`` comes from :func:`_tile_buffers`. With ``P.za`` (dense points, a distance
-    kernel) BLAS forms the exponents (:func:`exponent_tile`); otherwise the cross products,
-    turned into kernel values in place.
+    ``bufs`` comes from :func:`_tile_buffers`. Linear and poly: cross products (then
+    :func:`poly_values`); the distance kernels: :func:`neg_distance_tile`, then
+    :func:`distance_values`, in place.
     """
     kbuf, xa, w = bufs
-    ni, nj = i1 - i0, j1 - j0
-    K = kbuf[:ni * nj].reshape((ni, nj))
-    da = P.za.shape[1]
-    if da > 0:
-        exponent_tile(P, prm, i0, i1, j0, j1, shift, xa[:ni * da].reshape((ni, da)), K)
-        exponent_values(K, prm, i0, scale)
-    else:
+    K = kbuf[:(i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
+    if prm.kind == LINEAR or prm.kind == POLY:
         cross_tile(P, i0, i1, j0, j1, K, w)
-        kernel_tile(K, P, prm, i0, j0, shift, scale)
+        if prm.kind == POLY:
+            poly_values(K, prm)
+    else:
+        neg_distance_tile(P, i0, i1, j0, j1, xa, K, w)
+        distance_values(K, prm, i0, shift, scale)
     return K
 
 
@@ -461,17 +432,16 @@ def row_stats(P, prm, a, b, tr, tc, shift, rsum, rsq):
     for t in prange(n_tiles):
         i0 = a + t * tr
         i1 = min(i0 + tr, b)
-        cbuf = np.empty(tr * tc, dtype=P.xx.dtype)
-        w = _work_row(P)
+        kbuf, xa, w = _tile_buffers(P, tr, tc)
         for i in range(i0, i1):
             shift[i] = 0.0
             rsum[i] = 0.0
             rsq[i] = 0.0
         for j0 in range(0, m, tc):
             j1 = min(j0 + tc, m)
-            C = cbuf[:(i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
-            cross_tile(P, i0, i1, j0, j1, C, w)
-            row_stats_tile(C, P, prm, i0, j0, j0 == 0, shift, rsum, rsq)
+            W = kbuf[:(i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
+            neg_distance_tile(P, i0, i1, j0, j1, xa, W, w)
+            row_stats_tile(W, prm, i0, j0 == 0, shift, rsum, rsq)
 
 
 @_pjit
