@@ -227,8 +227,8 @@ def _kernel_row(crow, xi, zz, inv_g2, kind, buf, orow):
     """One row of :func:`dense_rows` / :func:`dense_fused`: ``orow <- k(crow)``.
 
     ``crow[j] = x_i . z_j`` and ``xi = |x_i|^2``; ``buf`` (float64) is a work row of length
-    ``m``. ``orow`` may be ``crow`` itself (each entry is read
-    before any is written). Returns the row's ``(shift, scale)``.
+    ``m``. ``orow`` may be ``crow`` itself (each entry is read before any is written).
+    Returns the row's ``(shift, scale)``.
     """
     m = buf.shape[0]
     mn = np.inf

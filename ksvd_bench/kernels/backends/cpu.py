@@ -163,11 +163,11 @@ def neg_distance_tile(P, i0, i1, j0, j1, xa, K, w):
 
     Dense points (``P.za``): one BLAS product of points with two more coordinates,
     ``[2 x_i, -|x_i|^2, -1] . [z_j, 1, |z_j|^2]`` (:func:`augmented_columns`; ``xa`` holds
-    the tile's rows), so no sweep turns cross products into distances: the sum of the
-    same ``d + 2`` terms, rounded as that sweep rounds them, to ``(d + 2) eps`` of
-    ``2 (|x_i|^2 + |z_j|^2)``. Sparse points: cross products (``w``: the scatter row),
-    then that sweep. Cancellation can leave a value slightly above 0 where the distance is
-    about 0: the users clamp at 0.
+    the tile's rows), so no sweep turns cross products into distances. The coordinates are
+    exact copies and the product sums the same ``d + 2`` terms as that sweep (in BLAS's
+    order), so its rounding has the same bound: ``(d + 2) eps`` of ``2 (|x_i|^2 + |z_j|^2)``.
+    Sparse points: cross products (``w``: the scatter row), then that sweep. Cancellation
+    can leave a value slightly above 0 where the distance is about 0: the users clamp at 0.
     """
     da = P.za.shape[1]
     if da > 0:
@@ -661,6 +661,7 @@ class CpuBackend(Backend):
         xd = empty2 if sp.issparse(X) else X
         zd = empty2 if sp.issparse(Z) else Z
         za = empty2
+        # rebuilt per call, O(M d) against a pass's O(N M d): no second copy of Z is kept
         if self.mode == DENSE and self.params.kind in (RBF, SNE, T):
             za = np.empty((Z.shape[0], Z.shape[1] + 2), dtype=self.dtype)
             augmented_columns(Z, zz, za)
