@@ -120,6 +120,23 @@ def test_sne_rows_sum_to_one_with_their_nearest_entry_exact(family, dtype):
     np.testing.assert_allclose(S.matmat(np.ones(S.shape[1])), 1.0, rtol=S.shape[1] * u)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kernel", ["rbf", "sne", "t"])
+def test_blocks_match_the_whole_matrix(kernel, dtype):
+    """Blocks take their rows of the kept augmented columns (``_take_za``): the same
+    entries as the whole matrix, to rounding (BLAS may order a small product's sums
+    differently, as it did for the cross products)."""
+    X, Z, gamma = _family("separated")
+    S = KernelSource.from_points(X, Z, kernel, gamma=gamma, dtype=dtype, center=True)
+    G = S.dense()
+    atol = 1e3 * np.finfo(dtype).eps * np.abs(G).max()
+    rng = np.random.default_rng(3)
+    rows, cols = rng.choice(N, 7, replace=False), rng.choice(M, 9, replace=False)
+    np.testing.assert_allclose(S._eval(rows, cols), G[rows][:, cols], rtol=0, atol=atol)
+    np.testing.assert_allclose(S._eval(rows[:1], None), G[rows[:1]], rtol=0, atol=atol)
+    np.testing.assert_allclose(S._eval(None, cols[:1]), G[:, cols[:1]], rtol=0, atol=atol)
+
+
 def test_sparse_points_keep_the_cross_product_path():
     X, Z, gamma = _family("plain")
     import scipy.sparse as sp

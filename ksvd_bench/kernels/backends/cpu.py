@@ -636,6 +636,9 @@ class CpuBackend(Backend):
         self._X = np.ascontiguousarray(X.T) if self.mode == Z_SPARSE else X
         self._Z = np.ascontiguousarray(Z.T) if self.mode == X_SPARSE else Z
         self.tiles = tile_shape(self.shape[1], chunk_bytes)
+        #: dense points and a distance kernel: the tiles' GEMM takes augmented columns
+        self._augmented = self.mode == DENSE and params.kind in (RBF, SNE, T)
+        self._za = None
 
     def _take_x(self, rows):
         """Stored row points ``X[rows]`` (an index array or a slice)."""
@@ -648,23 +651,33 @@ class CpuBackend(Backend):
             return np.ascontiguousarray(self._Z[:, cols])
         return self._Z[cols]
 
-    def points(self, X=None, Z=None, xx=None, zz=None):
+    def _take_za(self, cols):
+        """Augmented columns ``[z_j, 1, |z_j|^2]`` (:func:`neg_distance_tile`) of ``cols``,
+        or an empty array where the tiles take none.
+
+        Made once, on first use, and kept (``M (d + 2)`` values beside Z): a block of one
+        row then costs one product, not a copy of all the columns first.
+        """
+        if not self._augmented:
+            return np.empty((0, 0), dtype=self.dtype)
+        if self._za is None:
+            self._za = np.empty((self._Z.shape[0], self._Z.shape[1] + 2), dtype=self.dtype)
+            augmented_columns(self._Z, self.zz, self._za)
+        return self._za[cols]
+
+    def points(self, X=None, Z=None, xx=None, zz=None, za=None):
         """The Numba view (:data:`Points`) of all points, or of the given subsets."""
         X = self._X if X is None else X
         Z = self._Z if Z is None else Z
         xx = self.xx if xx is None else xx
         zz = self.zz if zz is None else zz
+        za = self._take_za(slice(None)) if za is None else za
         empty2 = np.empty((0, 0), dtype=self.dtype)
         empty = (_EMPTY_IDX, _EMPTY_IDX, np.empty(0, self.dtype))
         x = _csr_arrays(X, self.dtype) if sp.issparse(X) else empty
         z = _csr_arrays(Z, self.dtype) if sp.issparse(Z) else empty
         xd = empty2 if sp.issparse(X) else X
         zd = empty2 if sp.issparse(Z) else Z
-        za = empty2
-        # rebuilt per call, O(M d) against a pass's O(N M d): no second copy of Z is kept
-        if self.mode == DENSE and self.params.kind in (RBF, SNE, T):
-            za = np.empty((Z.shape[0], Z.shape[1] + 2), dtype=self.dtype)
-            augmented_columns(Z, zz, za)
         return Points(self.mode, self.n_features, xd, *x, zd, *z, xx, zz, za)
 
     def setup_rows(self, a, b, normalised, center):
@@ -678,6 +691,8 @@ class CpuBackend(Backend):
     def block(self, ridx, cidx, shift, scale, rmean, cmean, gmean, center):
         rows = slice(None) if ridx is None else ridx
         cols = slice(None) if cidx is None else cidx
-        P = self.points(self._take_x(rows), self._take_z(cols), self.xx[rows], self.zz[cols])
+        za = self._take_za(cols)
+        Z = self._Z[:0] if self._augmented else self._take_z(cols)  # the tiles read za alone
+        P = self.points(self._take_x(rows), Z, self.xx[rows], self.zz[cols], za)
         return fill_block(P, self.params, self.tiles, shift[rows], scale[rows], rmean[rows],
                           cmean[cols], gmean, center, self.dtype)
