@@ -191,6 +191,16 @@ def _row_max(row):
 
 # ----------------------------------------------------------------------- kernel values
 @_njit
+def _t_inplace(row, g, c):
+    """``row <- c / (1 + max(-row, 0) g)``: "t" kernel values from minus the squared
+    distances, in the dtype of ``row`` (``g = 1 / gamma^2`` and ``c`` of that dtype)."""
+    zero = like(row, 0.0)
+    one = like(row, 1.0)
+    for jj in range(row.shape[0]):
+        row[jj] = c * (one / (one - min(row[jj], zero) * g))
+
+
+@_njit
 def distance_values(K, prm, i0, shift, scale):
     """Kernel values from minus the squared distances in ``K`` (:func:`neg_distance_tile`),
     in place, in the dtype of ``K`` (the storage dtype).
@@ -203,14 +213,11 @@ def distance_values(K, prm, i0, shift, scale):
     ni, nj = K.shape
     kind = prm.kind
     g = like(K, prm.inv_g2)
-    zero = like(K, 0.0)
-    one = like(K, 1.0)
     for ii in range(ni):
         row = K[ii]
         c = like(K, scale[i0 + ii])
         if kind == T:
-            for jj in range(nj):
-                row[jj] = c * (one / (one - min(row[jj], zero) * g))
+            _t_inplace(row, g, c)
             continue
         exp_inplace(row, like(K, shift[i0 + ii]), g)
         if kind != RBF:
@@ -265,7 +272,7 @@ def row_stats_tile(W, prm, i0, first, shift, rsum, rsq):
     are rescaled (the streaming log-sum-exp), so no value exceeds 1. "t" sums
     ``1 / (1 + d / gamma^2)`` without a shift.
     """
-    ni, nj = W.shape
+    ni = W.shape[0]
     g = like(W, prm.inv_g2)
     zero = like(W, 0.0)
     one = like(W, 1.0)
@@ -283,8 +290,7 @@ def row_stats_tile(W, prm, i0, first, shift, rsum, rsq):
                 shift[i] = mloc
             exp_inplace(row, like(W, shift[i]), g)
         else:
-            for jj in range(nj):
-                row[jj] = one / (one - min(row[jj], zero) * g)
+            _t_inplace(row, g, one)  # times 1: exact, so the values of distance_values
         s, q = _sum_and_squares(row)
         rsum[i] += s
         rsq[i] += q
