@@ -185,11 +185,12 @@ def test_page_holds_headline_sections_profiles_failures_and_record(page):
         assert f"<dt>{key}</dt>" in page
 
 
-def test_padded_png_still_decodes_and_encodes_differently():
+def test_png_variants_show_the_same_image_and_encode_differently():
+    import numpy as np
     from matplotlib.figure import Figure
     from PIL import Image
 
-    from ksvd_bench.report.figures import _png_padded, figure_data_uri
+    from ksvd_bench.report.figures import _png_padded, _png_variants, figure_data_uri
 
     fig = Figure(figsize=(2, 1))
     fig.subplots().plot([0, 1], [1, 0])
@@ -202,6 +203,29 @@ def test_padded_png_still_decodes_and_encodes_differently():
         image.load()                     # checks every chunk's CRC
         assert image.size == (200, 100) and image.text["pad"] == "." * n
         assert base64.b64encode(padded)[60:] != base64.b64encode(png)[60:]
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+    variants = list(_png_variants(png))
+    # padding moves the text after it only three ways: new compressions change the bytes
+    assert len({base64.b64encode(v)[60:] for v in variants}) == len(variants) == 28
+    for variant in variants:
+        image = Image.open(io.BytesIO(variant))
+        image.load()
+        np.testing.assert_array_equal(np.asarray(image.convert("RGBA")), pixels)
+
+
+def test_figure_uri_takes_the_first_variant_without_http(monkeypatch):
+    from matplotlib.figure import Figure
+
+    from ksvd_bench.report import figures
+
+    # the bytes of base64 texts "xxhTtPxx...", "xxxxHTTP", then clean ones
+    bad = [base64.b64decode("xxhTtPxx"), base64.b64decode("xxxxHTTP")]
+    good = [base64.b64decode("xxxxxxxx"), base64.b64decode("yyyyyyyy")]
+    monkeypatch.setattr(figures, "_png_variants", lambda png: iter(bad + good))
+    assert figures.figure_data_uri(Figure()) == "data:image/png;base64,xxxxxxxx"
+    monkeypatch.setattr(figures, "_png_variants", lambda png: iter(bad))
+    with pytest.raises(RuntimeError, match="without the letters 'http'"):
+        figures.figure_data_uri(Figure())
 
 
 def test_page_draws_one_point_per_row_without_a_history():

@@ -38,8 +38,9 @@ def figure_data_uri(fig, *, dpi=100):
 
     PNG rather than SVG: matplotlib's SVG names its XML namespaces by ``http://`` URLs, and a
     page that must open offline should not even mention the network. For the same reason the
-    base64 text never holds the letters ``http`` (about one page in thirty would by chance):
-    a padding text chunk shifts the encoding until it does not.
+    base64 text never holds the letters ``http``, in any case (a large figure's text would
+    by chance about one time in ten): the first of :func:`_png_variants` whose text does not
+    is used.
     """
     import matplotlib.pyplot as plt
 
@@ -48,19 +49,57 @@ def figure_data_uri(fig, *, dpi=100):
         fig.savefig(buf, dpi=dpi, format="png", metadata={"Software": None})
     finally:
         plt.close(fig)
-    png = buf.getvalue()
-    for pad in range(64):
-        text = base64.b64encode(_png_padded(png, pad) if pad else png).decode("ascii")
+    for png in _png_variants(buf.getvalue()):
+        text = base64.b64encode(png).decode("ascii")
         if "http" not in text.lower():
             return "data:image/png;base64," + text
     raise RuntimeError("could not encode the figure without the letters 'http'")
 
 
+def _png_variants(png):
+    """The image of ``png`` as PNG files whose base64 texts differ: ``png`` itself, then its
+    pixel data compressed again at zlib levels 9 to 1, each behind padding of 0, 1 and 2
+    bytes (:func:`_png_padded`).
+
+    base64 encodes three bytes at a time, so padding only shifts the text after it, three
+    ways; compressing again changes the bytes themselves. Only the signature and the header
+    chunk (the first 44 characters) are the same in all.
+    """
+    yield png
+    head, data, tail = _split_pixel_data(png)
+    raw = zlib.decompress(data)
+    for level in range(9, 0, -1):
+        body = head + _png_chunk(b"IDAT", zlib.compress(raw, level)) + tail
+        for pad in range(3):
+            yield _png_padded(body, pad) if pad else body
+
+
+def _png_chunk(kind, data):
+    """One PNG chunk: length, type, data and CRC."""
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _split_pixel_data(png):
+    """``(head, data, tail)``: the bytes before the first ``IDAT`` chunk, the pixel data
+    (every ``IDAT`` chunk's, joined: one zlib stream) and the chunks after the last."""
+    pos, head_end, tail_start, data = 8, None, None, []
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos:pos + 4])
+        kind = png[pos + 4:pos + 8]
+        end = pos + 12 + length
+        if kind == b"IDAT":
+            head_end = pos if head_end is None else head_end
+            data.append(png[pos + 8:pos + 8 + length])
+            tail_start = end
+        pos = end
+    if head_end is None:
+        raise ValueError("not a PNG with pixel data (no IDAT chunk)")
+    return png[:head_end], b"".join(data), png[tail_start:]
+
+
 def _png_padded(png, n):
     """``png`` with a ``tEXt`` chunk of ``n`` padding bytes after its header chunk."""
-    data = b"pad\x00" + b"." * n
-    chunk = (struct.pack(">I", len(data)) + b"tEXt" + data
-             + struct.pack(">I", zlib.crc32(b"tEXt" + data)))
+    chunk = _png_chunk(b"tEXt", b"pad\x00" + b"." * n)
     end_of_ihdr = 8 + 8 + 13 + 4   # signature, IHDR length+type, IHDR data, CRC
     return png[:end_of_ihdr] + chunk + png[end_of_ihdr:]
 
