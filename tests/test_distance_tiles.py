@@ -6,7 +6,8 @@ For rbf, SNE and t over dense points, the tile's GEMM forms minus the squared di
 exact distances of the stored points, on hard families: far apart, rare clusters, flat
 (every distance 0), two separated clouds (large SNE shifts) and points so large against
 gamma that the exponents are all rounding: SNE rows must still sum to 1, with their nearest
-entry exactly ``exp(0)``. Also the bit trick that gives ``2^k`` in the exp sweep.
+entry exactly ``exp(0)``. Also the exp sweep's parts: the bit trick that applies ``2^k`` and
+the polynomial, in extended precision.
 """
 
 import numba
@@ -16,11 +17,12 @@ from scipy.spatial.distance import cdist
 
 from ksvd_bench.kernels import KernelSource
 from ksvd_bench.kernels._numba import (
+    _EXP_POLY,
     EXP_MIN,
     EXP_MIN_F32,
     ROUND_BITS,
     ROUND_BITS_F32,
-    pow2_of_rounded,
+    times_pow2_of_rounded,
 )
 from ksvd_bench.kernels.backends import cpu as F
 
@@ -156,17 +158,64 @@ def test_linear_and_poly_take_no_augmented_points():
 
 
 @numba.njit(cache=False)
-def _powers(k, round_bits):
-    out = np.empty_like(k)
-    for i in range(k.shape[0]):
-        out[i] = pow2_of_rounded(k[i] + round_bits)
+def _scaled(v, y, round_bits):
+    """``times_pow2_of_rounded(v[i], fl(y[i] + round_bits))``, as the exp sweeps call it."""
+    out = np.empty_like(v)
+    for i in range(v.shape[0]):
+        out[i] = times_pow2_of_rounded(v[i], y[i] + round_bits)
     return out
 
 
-def test_pow2_of_rounded_is_exact_over_the_normal_range():
-    k = np.arange(-1022, 1).astype(np.float64)
-    np.testing.assert_array_equal(_powers(k, ROUND_BITS), np.ldexp(1.0, k.astype(int)))
-    k32 = np.arange(-126, 1).astype(np.float32)
-    got = _powers(k32, ROUND_BITS_F32)
-    assert got.dtype == np.float32
-    np.testing.assert_array_equal(got, np.ldexp(np.float32(1.0), k32.astype(int)))
+@pytest.mark.parametrize("dtype, k_min, round_bits", [
+    (np.float64, -1021, ROUND_BITS),  # exp(EXP_MIN) = 2^-1021.4: the sweeps' smallest k
+    (np.float32, -125, ROUND_BITS_F32),
+])
+def test_times_pow2_of_rounded_is_exact_where_the_result_is_normal(dtype, k_min, round_bits):
+    rng = np.random.default_rng(3)
+    k = np.repeat(np.arange(k_min, 1), 8)
+    # exp(r) for |r| <= log(2) / 2, its ends included
+    v = np.exp(rng.uniform(-np.log(2) / 2, np.log(2) / 2, k.size))
+    v[::8], v[1::8] = np.sqrt(0.5), np.sqrt(2.0)
+    v = v.astype(dtype)
+    # the rounding is the sweep's: y near k, ties included, rounds to k (or to k's even twin)
+    y = (k + rng.uniform(-0.49, 0.49, k.size)).astype(dtype)
+    got = _scaled(v, y, dtype(round_bits))
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, np.ldexp(v, k))
+    # one below: reachable only with r > 0 (k rounded down), so v >= 1 keeps it normal
+    v1 = np.array([1.0, 1.2, np.sqrt(2.0)], dtype)
+    np.testing.assert_array_equal(_scaled(v1, np.full(3, k_min - 1, dtype), dtype(round_bits)),
+                                  np.ldexp(v1, k_min - 1))
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).eps > 1e-18,
+                    reason="needs an extended-precision long double (x86)")
+def test_exp_polynomial_relative_error_below_1e17_in_extended_precision():
+    # 1 + r + r^2 q(r) with the float64 coefficients, evaluated exactly enough (64-bit
+    # mantissa) to see its approximation error, which the float64 sweep adds to its rounding
+    r = np.linspace(-np.log(2) / 2, np.log(2) / 2, 200001).astype(np.longdouble)
+    q = np.zeros_like(r)
+    for c in _EXP_POLY:
+        q = q * r + np.longdouble(c)
+    err = np.abs((1 + r + r * r * q) / np.exp(r) - 1)
+    assert err.max() < 1e-17
+
+
+@pytest.mark.parametrize("name, dtype", [("exp_nonpos", np.float64),
+                                         ("exp_nonpos_f32", np.float32)])
+def test_exp_sweeps_are_marked_noinline(name, dtype):
+    # inlined into a pass's tile loop the sweep reloads its constants on every iteration
+    # (never_inline); compiled afresh here, as a cached copy cannot be inspected
+    import re
+
+    from ksvd_bench.kernels import _numba
+
+    fresh = numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"},
+                       cache=False)(getattr(_numba, name).py_func)
+    fresh(np.zeros(8, dtype), dtype(0.0), dtype(1.0))
+    ir = fresh.inspect_llvm(fresh.signatures[0])
+    define = next(line for line in ir.splitlines()
+                  if line.startswith("define") and name in line and "cpython" not in line)
+    groups = dict(re.findall(r"^attributes (#\d+) = \{(.*)\}", ir, re.M))
+    group = re.search(r"(#\d+) \{?$", define.strip())  # absent: no attributes at all
+    assert group is not None and "noinline" in groups[group.group(1)].split(), define

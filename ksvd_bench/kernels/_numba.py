@@ -79,39 +79,71 @@ LOG2E = 1.4426950408889634
 LN2_HI = 6.93147180369123816490e-01  # Cody-Waite split of log(2): LN2_HI + LN2_LO
 LN2_LO = 1.90821492927058770002e-10
 EXP_MIN = -708.0  # below this exp() is subnormal (< 3.3e-308): flushed to zero
-#: 1.5 * 2^52: ``k + ROUND_BITS`` holds the integer ``k`` in its low mantissa bits
-#: (:func:`pow2_of_rounded` reads them; AVX2 has no vector float64 -> int64 conversion, so
-#: ``int(k)`` would leave the loop scalar and cost more than the polynomial)
+#: 1.5 * 2^52: ``fl(y + ROUND_BITS)`` rounds ``y`` (``|y| < 2^51``) to the nearest integer ``k``
+#: and holds it in its low mantissa bits (:func:`times_pow2_of_rounded` reads them; AVX2 has
+#: no vector float64 -> int64 conversion, so ``int(k)`` would leave the loop scalar)
 ROUND_BITS = 6755399441055744.0
+
+#: ``exp(r) ~ 1 + r + r^2 (c2 + c3 r + ... + c11 r^9)`` on ``|r| <= log(2) / 2``: a fit
+#: levelling the relative error ``r^2 e^-r (q(r) - (e^r - 1 - r) / r^2)`` on 11 Chebyshev
+#: points (256-bit arithmetic); with these float64 coefficients the relative error is below
+#: 1e-17 (0.09 ulp), as small as the degree-13 Taylor polynomial's for two fewer FMAs
+#: (tests check it in extended precision)
+_EXP_POLY = (2.511001928565117e-08, 2.763263873212504e-07, 2.755724242321896e-06,
+             2.4801487371716608e-05, 0.00019841269886507345, 0.0013888888947779774,
+             0.008333333333322238, 0.04166666666652213, 0.16666666666666674,
+             0.500000000000001)
 
 
 @intrinsic
-def pow2_of_rounded(typingctx, kr):
-    """``2^k`` from ``kr = k + ROUND_BITS`` (float64) or ``k + ROUND_BITS_F32`` (float32).
+def times_pow2_of_rounded(typingctx, v, kr):
+    """``v 2^k`` from ``kr = fl(y + ROUND_BITS)`` holding ``k`` (float64), or
+    ``fl(y + ROUND_BITS_F32)`` (float32).
 
-    The integer ``k`` (in ``[-1022, 0]``, or ``[-126, 0]`` for float32) sits in the low
-    mantissa bits of ``kr``; adding the exponent bias to the reinterpreted bits and shifting
-    them into the exponent field gives ``2^k``. Bit casts, an integer add and a shift: all
-    vectorise in the caller's loop, so :func:`exp_nonpos` needs one sweep and no work array.
+    Adds ``k`` to the exponent field of ``v``: the low mantissa bits of ``kr`` hold ``k``
+    (plus a high bit that the shift pushes out), shifted into the exponent field they add
+    ``k`` modulo the word, two's complement. Exact where ``v 2^k`` is a normal number (the
+    callers' clamps see to it) and ``v`` is not 0. Bit casts, a shift and an integer add: all
+    vectorise in the caller's loop, on the integer ports, where a multiply by ``2^k`` would
+    take an FMA port from the polynomial.
     """
-    if kr == nbtypes.float32:
-        width, bias, mant = 32, 127, 23
-    elif kr == nbtypes.float64:
-        width, bias, mant = 64, 1023, 52
+    if v == nbtypes.float32 and kr == nbtypes.float32:
+        width, mant = 32, 23
+    elif v == nbtypes.float64 and kr == nbtypes.float64:
+        width, mant = 64, 52
     else:
         return None
 
     def codegen(context, builder, signature, args):
         int_t = ir.IntType(width)
-        bits = builder.bitcast(args[0], int_t)
-        bits = builder.shl(builder.add(bits, ir.Constant(int_t, bias)), ir.Constant(int_t, mant))
-        return builder.bitcast(bits, args[0].type)
+        k_field = builder.shl(builder.bitcast(args[1], int_t), ir.Constant(int_t, mant))
+        return builder.bitcast(builder.add(builder.bitcast(args[0], int_t), k_field),
+                               args[0].type)
 
-    return kr(kr), codegen
+    return v(v, kr), codegen
 
 
-# No "reassoc" flag: it would let LLVM fold the Cody-Waite reduction (or k + ROUND_BITS).
-# The loop vectorises (floor, FMA, integer add and shift), unlike a call to libm's exp
+@intrinsic
+def never_inline(typingctx):
+    """Mark the jit function that calls this as ``noinline`` for LLVM (no code emitted).
+
+    LLVM inlines a jit function small enough into its jit callers. For the exp sweeps that
+    costs speed: inlined into a pass's tile loop, the polynomial's constants no longer fit
+    in registers and are loaded again on every iteration, where the called sweep keeps
+    them in place (1.3-1.5 against 1.9-2.2 ns an entry, sweeping the rows of a 256 x 1024
+    tile, on one Zen 3 core). A call per row costs nothing beside a row's work.
+    """
+    def codegen(context, builder, signature, args):
+        attrs = builder.function.attributes
+        if "alwaysinline" not in attrs:
+            attrs.add("noinline")
+        return context.get_dummy_value()
+
+    return nbtypes.none(), codegen
+
+
+# No "reassoc" flag: it would let LLVM fold the Cody-Waite reduction (or kr - ROUND_BITS).
+# The loop vectorises (FMA, min/max and integer add and shift), unlike a call to libm's exp
 # without SVML.
 @numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=True)
 def exp_nonpos(a, shift=0.0, g=1.0):
@@ -123,32 +155,34 @@ def exp_nonpos(a, shift=0.0, g=1.0):
     ``(shift - max(d, 0)) / gamma^2`` is formed in the same sweep, the clamp at 0 doing the
     work of the distances' (a distance below 0 makes the exponent positive either way).
 
-    ``exp(x) = 2^k exp(r)`` with ``k = round(x / log 2)``, ``|r| <= log(2) / 2`` and a
-    degree-13 Taylor polynomial for ``exp(r)`` (truncation error < 1e-17 relative); ``2^k``
-    is built from its bit pattern (:func:`pow2_of_rounded`). Exponents below ``EXP_MIN``
-    give 0 (subnormal results are flushed: an absolute error below 3.3e-308); positive ones
-    are treated as 0.
+    ``exp(x) = 2^k exp(r)`` with ``k`` the integer nearest ``x / log 2``, ``|r| <= log(2) / 2``
+    (Cody-Waite) and a degree-11 polynomial for ``exp(r)`` (``_EXP_POLY``: relative error
+    below 1e-17); ``2^k`` is applied to the exponent bits (:func:`times_pow2_of_rounded`).
+    Exponents below ``EXP_MIN`` give 0 (subnormal results are flushed: an absolute error
+    below 3.3e-308); positive ones are treated as 0. Per entry the loop has 15 FMAs and
+    multiplies (a degree-13 Taylor polynomial and a multiply by ``2^k`` had 18), and it is
+    never inlined (:func:`never_inline`).
     """
+    never_inline()
+    c11, c10, c9, c8, c7, c6, c5, c4, c3, c2 = _EXP_POLY
     for j in range(a.shape[0]):
         x0 = (shift + a[j]) * g
         x = min(max(x0, EXP_MIN), 0.0)  # min/max, not branches: they vectorise better
-        k = np.floor(x * LOG2E + 0.5)
+        kr = x * LOG2E + ROUND_BITS
+        k = kr - ROUND_BITS
         r = (x - k * LN2_HI) - k * LN2_LO
-        p = 1.0 / 6227020800.0
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
+        p = c11 * r + c10
+        p = p * r + c9
+        p = p * r + c8
+        p = p * r + c7
+        p = p * r + c6
+        p = p * r + c5
+        p = p * r + c4
+        p = p * r + c3
+        p = p * r + c2
         p = p * r + 1.0
-        v = p * r + 1.0 if x0 >= EXP_MIN else 0.0
-        a[j] = v * pow2_of_rounded(k + ROUND_BITS)
+        v = p * r + 1.0
+        a[j] = times_pow2_of_rounded(v, kr) if x0 >= EXP_MIN else 0.0
 
 
 # float32: Cephes' expf (Cody-Waite split of log 2, degree-5 minimax polynomial, within 1 ulp
@@ -172,22 +206,23 @@ def exp_nonpos_f32(a, shift, g):
     Exponents below ``EXP_MIN_F32`` give 0 (an absolute error below 1.7e-38); positive ones
     are treated as 0.
     """
+    never_inline()
     zero = np.float32(0.0)
-    half = np.float32(0.5)
     one = np.float32(1.0)
     c0, c1, c2, c3, c4, c5 = _EXPF_POLY
     for j in range(a.shape[0]):
         x0 = (shift + a[j]) * g
         x = min(max(x0, EXP_MIN_F32), zero)
-        k = np.floor(x * LOG2E_F32 + half)
+        kr = x * LOG2E_F32 + ROUND_BITS_F32
+        k = kr - ROUND_BITS_F32
         r = (x - k * LN2_HI_F32) - k * LN2_LO_F32
         p = c0 * r + c1
         p = p * r + c2
         p = p * r + c3
         p = p * r + c4
         p = p * r + c5
-        v = (p * (r * r) + r) + one if x0 >= EXP_MIN_F32 else zero
-        a[j] = v * pow2_of_rounded(k + ROUND_BITS_F32)
+        v = (p * (r * r) + r) + one
+        a[j] = times_pow2_of_rounded(v, kr) if x0 >= EXP_MIN_F32 else zero
 
 
 def exp_inplace(a, shift, g):
