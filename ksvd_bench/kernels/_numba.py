@@ -333,33 +333,6 @@ def dense_fused(out, X, Zt, xx, zz, inv_g2, kind, shift, scale, chunk):
             shift[i], scale[i] = _kernel_row(C[ii], xx[i], zz, inv_g2, kind, buf, out[i])
 
 
-@_jit
-def block_rows(C, xx, zz, inv_g2, kind, shift, scale):
-    """Kernel values of a block from its cross products, with given per-row constants.
-
-    Same arithmetic as :func:`dense_rows`, entry by entry, but the row shift and the row
-    normaliser come from ``shift`` / ``scale`` (computed once over full rows), so a block of
-    a few columns equals the same entries of the full matrix.
-    """
-    n, m = C.shape
-    for i in prange(n):
-        buf = np.empty(m, dtype=np.float64)
-        xi = xx[i]
-        mn = shift[i]
-        for j in range(m):
-            d = xi + zz[j] - 2.0 * C[i, j]
-            d = d if d > 0.0 else 0.0
-            if kind == T:
-                buf[j] = 1.0 / (1.0 + d * inv_g2)
-            else:
-                buf[j] = (mn - d) * inv_g2
-        if kind != T:
-            exp_nonpos(buf)
-        c = scale[i]
-        for j in range(m):
-            C[i, j] = buf[j] * c
-
-
 @numba.njit(fastmath=True, cache=True)
 def _has_index(indices, a, b, j):
     """Binary search for column ``j`` in the sorted ``indices[a:b]`` of one CSR row."""
