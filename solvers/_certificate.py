@@ -229,7 +229,20 @@ def known_fro2(src):
     if value is None:
         return None
     value = float(value)
-    return value * value if np.isfinite(value) and value >= 0 else None
+    if not (np.isfinite(value) and value >= 0):
+        return None
+    square = value * value
+    # A square that overflows, or underflows into the subnormals, has lost the norm.
+    return square if value == 0 or np.finfo(np.float64).tiny <= square < np.inf else None
+
+
+def _column_norms(X):
+    """The columns' 2-norms, computed in units of the largest entry (the squares of tiny or
+    huge entries underflow or overflow)."""
+    unit = float(np.max(np.abs(X), initial=0.0))
+    if unit == 0 or not np.isfinite(unit):
+        return np.linalg.norm(X, axis=0)
+    return unit * np.linalg.norm(X / unit, axis=0)
 
 
 def probe_scale(n_probes, n_bounds=2, failure=POWER_FAILURE):
@@ -323,7 +336,7 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
             D = _deflate(other, P[:, r:])  # iterate and probes at once: Q read once
             DX, DP = D[:, :w], D[:, w:]
             top = _top_sv(DX)
-            last.append((top, DX, DP, float(np.max(np.linalg.norm(P, axis=0), initial=0.0))))
+            last.append((top, DX, DP, float(np.max(_column_norms(P), initial=0.0))))
             out["deflated"] = max(out["deflated"], top)
         if two_sided:
             X = _orth_against(V, last[1][1], deflated=True)
@@ -336,27 +349,39 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
     Mc = U.T @ GV
     E21, E12 = GV - U @ Mc, GtU - V @ Mc.T
     out["rayleigh"] = linalg.svd(Mc, compute_uv=False, check_finite=False)
+    out["rayleigh_block"] = Mc  # U^T G V in the bases' coordinates (certify's pairing check)
     e21, e12 = _top_sv(E21), _top_sv(E12)
     out["residual"] = max(e21, e12)
-    # for the Davis-Kahan bounds on G G^T and G^T G (triplet_bounds)
-    out["sides"] = (e21, e12, _top_sv(E21 @ Mc.T), _top_sv(E12 @ Mc))
+    # for the Davis-Kahan bounds on G G^T and G^T G (triplet_bounds): ||E21 M^T|| and
+    # ||E12^T M|| over ||M||, which stay of G's magnitude (their products would square it)
+    c = float(out["rayleigh"][0]) if out["rayleigh"].size else 0.0
+    m = Mc / c if c > 0 else Mc
+    out["sides"] = (e21, e12, _top_sv(E21 @ m.T), _top_sv(E12 @ m), c if c > 0 else 1.0)
     if b == 0:  # U or V fills its side: D = 0
         out.update(deflated_upper=0.0, upper_kind="empty")
         return out
     c = probe_scale(q, n_bounds=len(last))
     bounds = []
+    slack = 0.0
     for top, DX, DP, scale in last:
-        rest = c * float(np.max(np.linalg.norm(DP, axis=0), initial=0.0)) if q else np.inf
+        rest = c * float(np.max(_column_norms(DP), initial=0.0)) if q else np.inf
         # rounding in the deflated products: sqrt(N + M) ulps of the largest product column
         # (the typical accumulation; a worst-case N + M would leave every direction near
         # rounding level uncertified, the full-sample tests' 1e-14 among them)
-        slack = np.sqrt(N + M) * eps * scale
-        bounds.append((np.hypot(top, rest) + slack, "probes"))
-        if fro2 is not None:
-            fro_D2 = fro2 - np.sum(GtU**2) - np.sum(E21**2) + (N + M + 10 * (r + b)) * eps * fro2
-            split = np.sqrt(max(top ** 2 + fro_D2 - np.sum(DX**2), 0.0))
+        slack = max(slack, np.sqrt(N + M) * eps * scale)
+        bounds.append((np.hypot(top, rest) + np.sqrt(N + M) * eps * scale, "probes"))
+        if fro2 is not None and fro2 > 0:
+            # in units of ||G||_F: the squares of the products' entries stay representable
+            unit = np.sqrt(fro2)
+            fro_D2 = (1 - np.sum((GtU / unit) ** 2) - np.sum((E21 / unit) ** 2)
+                      + (N + M + 10 * (r + b)) * eps)
+            split = unit * np.sqrt(max((top / unit) ** 2 + fro_D2 - np.sum((DX / unit) ** 2),
+                                       0.0))
             bounds.append((split, "frobenius"))
     upper, kind = min(bounds)
+    if upper < out["deflated"] - slack:
+        # below the lower bound on the same norm: the arithmetic lost it, so it is unknown
+        upper = np.nan
     out.update(deflated_upper=float(upper), upper_kind=kind)
     return out
 
@@ -393,10 +418,16 @@ def triplet_bounds(s, cert):
     gap = float(low[-1] - d_up)
     # E = 0 with D = 0 (G is the answer's block: G = 0, or U, V fill a side) is exact
     sin = e / gap if gap > 0 else (0.0 if e == 0 and gap == 0 else np.inf)
-    e21, e12, e21m, e12m = cert.get("sides", (e, e, np.inf, np.inf))
+    e21, e12, e21m, e12m, c = cert.get("sides", (e, e, np.inf, np.inf, 1.0))
+    # Davis-Kahan's terms are squares: in units of the largest magnitude they cannot
+    # overflow, and what underflows is negligible beside the terms of order 1.
+    unit = max(float(low[0]), d_up, e)
+    unit = unit if 0 < unit < np.inf else 1.0
+    lo, dn = low[-1] / unit, d_up / unit
     dk = []
-    for num, other in ((e21m + d_up * e12, e21), (e12m + d_up * e21, e12)):
-        den = low[-1] ** 2 - other**2 - d_up**2
+    for prod, near, other in ((e21m, e12, e21), (e12m, e21, e12)):
+        num = (prod / unit) * (c / unit) + dn * (near / unit)
+        den = lo * lo - (other / unit) ** 2 - dn * dn
         dk.append(num / den if den > 0 else np.inf)
     sin = min(sin, max(dk))
     off = float(np.max(np.maximum(s - low, np.maximum(rho, d_up) + e - s)))
@@ -504,8 +535,10 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
     :func:`certify` with ``sin_theta_bound`` and ``sv_error_bound`` (:func:`triplet_bounds`;
     above ``SUBSPACE_TOL`` / ``VALUE_TOL``, infinite or NaN: unreliable). NaN anywhere is a
     check that could not run: unreliable. ``failed`` (a list) receives the names of the
-    checks that failed: ``"values"`` and ``"missed"`` (evidence that the answer is wrong: a
-    value off its bounds, a direction outside the answer) and ``"uncertified"`` (no evidence,
+    checks that failed: ``"values"``, ``"missed"`` and ``"vectors"`` (evidence that the
+    answer is wrong: a value off its bounds, a direction outside the answer, vectors that are
+    not orthonormal or not paired with the values: ``bounds``' ``orthonormality_error`` above
+    ``SUBSPACE_TOL`` or ``pairing_error`` above ``VALUE_TOL``) and ``"uncertified"`` (no evidence,
     but :func:`triplet_bounds` does not certify the subspace or the values to 0.1, as on a
     cluster or a flat tail at ``s_r``; checked only when the others pass).
     """
@@ -532,6 +565,16 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
                 f"sigma_{i + 1}(G) ({low.size} of {s.size} values more than "
                 f"{MISS_SLACK:.0%} below their bound)"
             )
+    if bounds is not None:
+        orth, pairing = bounds.get("orthonormality_error"), bounds.get("pairing_error")
+        if orth is not None and not orth <= SUBSPACE_TOL:
+            failed.append("vectors")
+            reasons.append(f"the vectors are not orthonormal (max(||U^T U - I||, ||V^T V - I||)"
+                           f" = {orth:.3g} > {SUBSPACE_TOL})")
+        if pairing is not None and not pairing <= VALUE_TOL:
+            failed.append("vectors")
+            reasons.append(f"U^T G V is {pairing:.3g} s_1 away from diag(s) (> {VALUE_TOL}): "
+                           "the vectors and values do not form singular triplets")
     theta = _threshold(s, shape, dtype) if s.size else 0.0
     for value, how in deflated:
         if not value <= theta:  # NaN: the check could not run
@@ -581,6 +624,28 @@ def _bound_reasons(r, b):
     return out
 
 
+def _triplet_errors(U, s, V, Mc):
+    """How far ``(U, s, V)`` is from a set of singular triplets, whatever its span.
+
+    ``orthonormality_error``: ``max(||U^T U - I||_2, ||V^T V - I||_2)``. ``pairing_error``:
+    ``||U^T G V - diag(s)||_2 / s_1``, from the Rayleigh block ``Mc = Q_U^T G Q_V`` of the
+    orthonormal bases ``U = Q_U R_U``, ``V = Q_V R_V`` as ``R_U^T Mc R_V`` (no product). The
+    bounds of :func:`triplet_bounds` judge the spans alone, which a raw Nyström extension
+    can get right with vectors that are neither orthonormal nor paired with ``s``.
+    """
+    U = np.asarray(U, dtype=np.float64)
+    V = np.asarray(V, dtype=np.float64)
+    r = s.size
+    orth = max(float(np.linalg.norm(X.T @ X - np.eye(r), 2)) for X in (U, V))
+    Ru = linalg.qr(U, mode="r", check_finite=False)[0][:r]
+    Rv = linalg.qr(V, mode="r", check_finite=False)[0][:r]
+    # _basis takes the same QR, so Q_U R_U = U with the signs Mc was formed in
+    off = Ru.T @ Mc @ Rv - np.diag(np.asarray(s, dtype=np.float64))
+    top = float(np.max(np.abs(s), initial=0.0))
+    pairing = float(np.linalg.norm(off, 2)) / top if top > 0 else float(np.abs(off).max() > 0)
+    return orth, pairing
+
+
 def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=None):
     """Run the certificates an answer's options ask for; ``lower, reliable, cert``.
 
@@ -589,7 +654,9 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
     :func:`sampled_certificate` within ``budget`` entries (0: off), then :func:`judge`.
     ``cert`` is ``info["certificate"]``: ``check_passes`` (passes spent), ``deflated``,
     ``deflated_upper``, ``upper_kind``, ``residual``, ``gap``, ``sin_theta_bound``,
-    ``sv_error_bound`` (NaN where not computed), ``starts``, ``miss_probability``,
+    ``sv_error_bound`` (NaN where not computed), ``orthonormality_error`` and
+    ``pairing_error`` (:func:`_triplet_errors`; absent where the bounds were not computed),
+    ``starts``, ``miss_probability``,
     ``threshold``, ``sampled`` (None when off) and ``failed`` (the names of the checks that
     failed, see :func:`judge`; ``["uncertified"]`` alone: no evidence against the answer,
     but its subspace or values are not certified to 0.1, as on a cluster at ``s_r``).
@@ -610,6 +677,9 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
         bounds = {"residual": float(pc["residual"]), "deflated_upper": pc["deflated_upper"],
                   "upper_kind": pc["upper_kind"], "gap": gap, "sin_theta_bound": sin,
                   "sv_error_bound": err}
+        if "rayleigh_block" in pc and np.all(np.isfinite(pc["rayleigh_block"])):
+            orth, pairing = _triplet_errors(U, s, V, pc["rayleigh_block"])
+            bounds.update(orthonormality_error=orth, pairing_error=pairing)
         if not np.isfinite(gap):
             bounds["why_unknown"] = (
                 "a product was not finite" if np.isnan(d) else

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ._scaling import SAFE_EXPONENT
 
 __all__ = ["SVDResult", "fix_signs"]
 
@@ -108,10 +112,13 @@ def finish(U, s, V, *, method, effort, tracker, t0, dtype, reliable=True, **extr
     ``t0`` is the ``time.perf_counter()`` value taken when the call started. ``reliable``
     is False only where the method's own checks flagged the answer (and warned).
     """
+    scale = getattr(tracker, "value_scale", 1.0)
+    if method != "tsvd" and getattr(tracker, "check_finite", False):
+        reliable, extra = _check_magnitude(method, s, reliable, extra)
     order = np.argsort(-np.asarray(s), kind="stable")
     U = np.array(U[:, order], dtype=dtype)
     V = np.array(V[:, order], dtype=dtype)
-    s = np.asarray(s, dtype=dtype)[order]
+    s = np.asarray(np.asarray(s) / scale, dtype=dtype)[order]
     fix_signs(U, V)
     info = {
         "method": method,
@@ -123,5 +130,57 @@ def finish(U, s, V, *, method, effort, tracker, t0, dtype, reliable=True, **extr
         "seconds": time.perf_counter() - t0,
         "reliable": None if reliable is None else bool(reliable),
     }
-    info.update(extra)
+    info.update(extra if scale == 1.0 else _unscaled(extra, scale))
     return SVDResult(U=U, s=s, V=V, info=info)
+
+
+def _check_magnitude(method, s, reliable, extra):
+    """A lazy source's answer of extreme magnitude is unreliable, and has no error estimate.
+
+    Concrete inputs are rescaled up front (``check_args``); a lazy source is not (its size
+    is unknown until read). Where its largest value lies outside ``2^+-SAFE_EXPONENT`` the
+    squared norms of the method's estimates and certificates may have underflowed or
+    overflowed: that makes them unknown, never small. (``tsvd`` rescales on its own.)
+    """
+    top = float(np.max(np.abs(s), initial=0.0))
+    if top == 0.0 or (np.isfinite(top) and abs(math.frexp(top)[1]) <= SAFE_EXPONENT):
+        return reliable, extra
+    warnings.warn(
+        f"{method}: the largest value found, {top:.3g}, lies outside [2^-{SAFE_EXPONENT}, "
+        f"2^{SAFE_EXPONENT}], where the squared norms of the method's checks underflow or "
+        "overflow: the answer cannot be certified (info['reliable'] = False) and has no "
+        "error estimate. To fix, scale the source by a power of two (a dense or sparse G "
+        "is rescaled automatically)",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+    extra = {k: v for k, v in extra.items() if k not in ("error_estimate", "error_estimate_kind")}
+    return False, extra
+
+
+#: ``info`` entries (also inside ``info["certificate"]`` and its ``"sampled"`` part) that are
+#: magnitudes of ``G``; ``fro2`` is a squared one. Every other number in ``info`` is
+#: dimensionless (a sine, a relative error, a probability, a count, seconds).
+_MAGNITUDES = frozenset({
+    "lower_bounds", "s_nystrom", "block_singular_values", "error_estimate",
+    "inflation_estimate", "deflated", "deflated_upper", "gap", "residual", "threshold",
+    "fro_error", "fro_error_se",
+})
+_SQUARED_MAGNITUDES = frozenset({"fro2"})
+
+
+def _unscaled(info, scale):
+    """``info`` of an answer computed on ``scale * G``, in the units of ``G``.
+
+    ``scale`` is a power of two (see ``check_args``), so the division is exact.
+    """
+    out = {}
+    for key, value in info.items():
+        if isinstance(value, dict):
+            value = _unscaled(value, scale)
+        elif value is not None and key in _MAGNITUDES:
+            value = np.asarray(value) / scale if isinstance(value, np.ndarray) else value / scale
+        elif value is not None and key in _SQUARED_MAGNITUDES:
+            value = value / scale / scale
+        out[key] = value
+    return out

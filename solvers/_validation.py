@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._scaling import power_of_two_scale
 from ._source import DenseSource, SparseSource, as_source, check_real_dtype
 
 __all__ = [
@@ -89,10 +90,14 @@ class Tracked:
     The optional protocol members ``sketch``, ``norm_bound``, ``dense``, ``row_norms_sq`` and
     ``col_norms_sq`` exist on the wrapper exactly when the wrapped source has them, so
     ``hasattr(tracked, "sketch")`` tells whether a one-pass sketch is available.
+
+    ``value_scale`` is the power of two by which :func:`check_args` multiplied a concrete
+    ``G`` of extreme magnitude (1.0 otherwise): the source holds ``value_scale * G``.
     """
 
-    def __init__(self, source, check_finite):
+    def __init__(self, source, check_finite, value_scale=1.0):
         self.source = source
+        self.value_scale = value_scale
         self.shape = tuple(int(d) for d in source.shape)
         self.dtype = np.dtype(source.dtype)
         self.check_finite = check_finite
@@ -337,20 +342,36 @@ def check_method_options(method, options):
     return method
 
 
-def _check_finite_input(source):
-    """Check concrete inputs up front (cheap); lazy sources are checked block by block."""
+def _check_concrete_input(source):
+    """Check concrete inputs up front (cheap); lazy sources are checked block by block.
+
+    Returns ``(check_finite, scale)``: whether the wrapper must check what the source returns
+    (lazy sources), and the power of two that brings a concrete ``G`` of extreme magnitude
+    near 1 (1.0 for lazy sources and for ``G`` within ``2^+-SAFE_EXPONENT``).
+    """
     if isinstance(source, DenseSource):
         data = source.G
     elif isinstance(source, SparseSource):
         data = source.csr.data
     else:
-        return True
-    if not np.isfinite(data).all():
+        return True, 1.0
+    if data.size == 0:
+        return False, 1.0
+    # min and max see NaN and inf as isfinite would, without a temporary of G's size
+    low, high = float(data.min()), float(data.max())
+    if not (np.isfinite(low) and np.isfinite(high)):
         raise ValueError("G must contain only finite values (found NaN or inf)")
-    return False
+    return False, power_of_two_scale(max(high, -low))
 
 
-def check_args(method, G, rank, random_state, validate, **options):
+def _scaled_source(source, scale):
+    """A copy of a concrete source with every entry multiplied by ``scale`` (exact)."""
+    if isinstance(source, DenseSource):
+        return DenseSource(source.G * scale)
+    return SparseSource(source.csr * scale)
+
+
+def check_args(method, G, rank, random_state, validate, *, rescale=True, **options):
     """Validate and normalise the arguments of one solver call.
 
     The checks every method shares happen here (the method and its option names, ``G``,
@@ -367,6 +388,13 @@ def check_args(method, G, rank, random_state, validate, **options):
     validate : callable
         ``validate(options, rank, shape) -> options``: checks and normalises the method's
         options (a dict it may change in place), raising errors that name the option.
+    rescale : bool, default=True
+        Solve a dense or sparse ``G`` whose largest entry lies outside
+        ``[2^-SAFE_EXPONENT, 2^SAFE_EXPONENT]`` as ``2^-e G``, an exact copy near 1: products
+        with ``G^T G`` and every squared norm of the method and its certificates then stay
+        representable. The tracked source's ``value_scale`` is ``2^-e``, and :func:`finish`
+        divides the values and the magnitudes in ``info`` by it. False for a method that
+        scales on its own (``tsvd``).
     **options
         The method's options with their values (defaults already filled in by the caller).
 
@@ -388,8 +416,11 @@ def check_args(method, G, rank, random_state, validate, **options):
     rng = check_random_state(random_state)
     dtype = np.dtype(np.float32) if np.dtype(source.dtype) == np.float32 else np.dtype(np.float64)
     opts = validate(dict(options), rank, shape)
-    check_finite = _check_finite_input(source)
-    return Checked(Tracked(source, check_finite), rank, rng, opts, dtype)
+    check_finite, scale = _check_concrete_input(source)
+    if not rescale or scale == 1.0:
+        return Checked(Tracked(source, check_finite), rank, rng, opts, dtype)
+    tracked = Tracked(_scaled_source(source, scale), check_finite, value_scale=scale)
+    return Checked(tracked, rank, rng, opts, dtype)
 
 
 def check_sample_size(rank, sizes):

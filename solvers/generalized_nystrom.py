@@ -11,6 +11,7 @@ from scipy import linalg
 
 from ._check import CHECK_FACTOR
 from ._result import SVDResult, finish
+from ._scaling import power_of_two_scale
 from ._validation import check_args, check_int, check_real
 
 __all__ = ["generalized_nystrom"]
@@ -133,9 +134,18 @@ def _inflation_estimate(GX, X, GtY, Y):
         return None
     A = wide_test.T.astype(np.float64) @ Q  # l x k
     target = wide_prod.T.astype(np.float64)  # l x (other dimension): Phi^T G
+    scale = float(np.max(np.abs(target), initial=0.0))
+    if scale == 0.0:
+        return 0.0  # G = 0 on the sketch, so E = 0
+    if not np.isfinite(scale):
+        return None
     Qa = linalg.qr(A, mode="economic", check_finite=False)[0]
-    res2 = max(0.0, float(np.sum(target**2) - np.sum((Qa.T @ target) ** 2)))
-    return float(np.sqrt(k / (l - k - 1) * res2 / (l - k)))
+    # The residual itself, in units of the largest entry: |target|^2 - |Qa^T target|^2 loses
+    # every residual below sqrt(eps) |target| to cancellation (a small tail under large
+    # values then read as E = 0), and the squares underflow or overflow at extreme scales.
+    unit = target / scale
+    res = float(np.linalg.norm(unit - Qa @ (Qa.T @ unit)))
+    return float(np.sqrt(k / ((l - k - 1) * (l - k)))) * res * scale
 
 
 def generalized_nystrom(
@@ -280,6 +290,11 @@ def generalized_nystrom(
     X = _test_matrix(M, n_right, rng, dtype)
     Y = _test_matrix(N, n_left, rng, dtype)
     GX, GtY, one_pass = _two_sided_sketch(src, X, Y, dtype)
+    # Tiny or huge G: the core's inverse values would overflow (or its square underflow).
+    unit = power_of_two_scale(max(float(np.max(np.abs(GX), initial=0.0)),
+                                  float(np.max(np.abs(GtY), initial=0.0))))
+    if unit != 1.0:
+        GX, GtY = GX * unit, GtY * unit
 
     P, sigma, Q = _core_svd(GtY.T @ X)  # the core Y^T G X, n_left x n_right
     rc = opts["rcond"]
@@ -292,7 +307,9 @@ def generalized_nystrom(
     QF, RF = linalg.qr(F, mode="economic", check_finite=False)
     W, s, Zt = linalg.svd(H @ RF.T, full_matrices=False, check_finite=False)
     U = QF @ Zt[:rank].T
+    s = s / unit
     inflation = _inflation_estimate(GX, X, GtY, Y)
+    inflation = None if inflation is None else inflation / unit
     # both checks run, so that each one's warning says what it found
     checks = (_check_inflation(s[:rank], inflation, dtype), _norm_bound_ok(src, s[0]))
     reliable = all(checks)

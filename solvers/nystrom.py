@@ -27,6 +27,7 @@ from ._check import (
     warn_unreliable,
 )
 from ._result import SVDResult, finish
+from ._scaling import power_of_two_scale
 from ._validation import (
     ASYM_CORES,
     ASYM_SAMPLINGS,
@@ -292,9 +293,13 @@ def sym_nystrom(
     weights = src.norms_sq()[0] if opts["sampling"] == "norm" else None  # one pass
     ridx = sample_indices(N, n, weights, rng)
     R = np.asarray(src.rows(ridx), dtype=dtype)
+    # The Gram block squares G's magnitude: tiny or huge G is brought near 1 first (exact).
+    unit = power_of_two_scale(float(np.max(np.abs(R), initial=0.0)))
+    R = R * unit if unit != 1.0 else R
     CU = np.asarray(src.matmat(np.ascontiguousarray(R.T)), dtype=dtype)
+    CU = CU * unit if unit != 1.0 else CU
     U0, lam, kept = _gram_nystrom(CU, ridx, N, rank, opts["orthogonalize"], opts["core"], dtype)
-    s_nys = np.sqrt(lam)
+    s_nys = np.sqrt(lam) / unit
     B = np.asarray(src.rmatmat(U0), dtype=dtype)  # G^T U0: the pairing product
     reliable = True
     if opts["orthogonalize"]:

@@ -19,21 +19,21 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 from scipy import linalg
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, svds
 
 from ._result import SVDResult, finish
+from ._scaling import SAFE_EXPONENT, power_of_two_scale
 from ._source import DenseSource, OperatorSource, SparseSource
 from ._validation import BACKENDS, Tracked, check_args, check_choice, check_int, check_real
 
 __all__ = ["tsvd"]
 
-#: Concrete inputs whose largest entry lies outside ``[2^-SAFE_EXPONENT, 2^SAFE_EXPONENT]`` are
-#: scaled by a power of two first: the Gram operator squares the entries (``2^-400`` would
-#: underflow to subnormals) and sums up to ``min(N, M)`` of them.
-SAFE_EXPONENT = 200
+#: What scipy's ``lobpcg`` warns when it stops short of ``tol`` (at ``maxiter``, or broken down).
+_LOBPCG_SHORT = r"(?s).*not reaching the requested tolerance"
 
 
 def _concrete_data(base):
@@ -43,12 +43,6 @@ def _concrete_data(base):
     if isinstance(base, SparseSource):
         return base.csr.data
     return None
-
-
-def _power_of_two_scale(amax):
-    """``2^-e`` bringing ``amax > 0`` near 1, or 1.0 when it is already safe."""
-    e = math.frexp(amax)[1]
-    return 1.0 if abs(e) <= SAFE_EXPONENT else math.ldexp(1.0, -e)
 
 
 def _operator(checked, scale=1.0, work_dtype=np.float64):
@@ -113,9 +107,15 @@ def _run_svds(op, rank, opts, rng):
         kwargs["ncv"] = opts["ncv"]
         kwargs["v0"] = rng.standard_normal(min(op.shape))
     try:
-        U, s, Vt = svds(op, solver=opts["backend"], **kwargs)
+        with warnings.catch_warnings():
+            # LOBPCG reports a solve that stopped short only by this warning, and returns its
+            # unconverged block as if it were the answer: make it the error ARPACK's is.
+            warnings.filterwarnings("error", message=_LOBPCG_SHORT, category=UserWarning)
+            U, s, Vt = svds(op, solver=opts["backend"], **kwargs)
     except ArpackNoConvergence as exc:
         raise _no_convergence(opts, exc) from exc
+    except UserWarning as exc:
+        raise _no_convergence(opts, " ".join(str(exc).split())) from exc
     except np.linalg.LinAlgError as exc:
         if opts["maxiter"] is None or "converge" not in str(exc):
             raise
@@ -226,7 +226,7 @@ def _solve(chk, rng):
         if amax == 0.0:
             U, s, V = _zero_answer(chk.source.shape, chk.rank, rng)
             return U, s, V, Tracked(chk.source.source, False), 1.0
-        scale = _power_of_two_scale(amax)
+        scale = power_of_two_scale(amax)
         op, tracker = _operator(chk, scale)
         U, s, V = _run_svds(op, chk.rank, chk.options, rng)
     return U, np.asarray(s) / scale, V, tracker, scale
@@ -266,7 +266,9 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
         Convergence tolerance passed to ``svds`` (0 means machine precision).
     maxiter : int or None, default=None
         Iteration cap passed to ``svds``. A solve that does not converge within it raises
-        ``RuntimeError`` naming ``maxiter`` (not ARPACK's own exception).
+        ``RuntimeError`` naming ``maxiter`` (not ARPACK's own exception, nor LOBPCG's warning
+        over an unconverged answer; LOBPCG also stops so when its block breaks down, e.g.
+        on a matrix of rank close to ``rank``).
     ncv : int or None, default=None
         Lanczos basis size (ARPACK only), ``rank < ncv < min(N, M)``;
         None uses ARPACK's ``min(max(2 * rank + 1, 20), min(N, M))``.
@@ -320,8 +322,8 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
     """
     t0 = time.perf_counter()
     chk = check_args(
-        "tsvd", G, rank, random_state, _validate, backend=backend, tol=tol, maxiter=maxiter,
-        ncv=ncv,
+        "tsvd", G, rank, random_state, _validate, rescale=False, backend=backend, tol=tol,
+        maxiter=maxiter, ncv=ncv,
     )
     opts, rank = chk.options, chk.rank
     kmin = min(chk.source.shape)

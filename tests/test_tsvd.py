@@ -1,7 +1,6 @@
 """Tests of ``solvers.tsvd`` beyond the shared contract: a source's own exact path, zero, tiny
 and huge matrices, and PROPACK on float32 operators."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -34,15 +33,6 @@ def operator(B):
 @pytest.fixture(scope="module")
 def B():
     return np.random.default_rng(0).standard_normal((30, 20))
-
-
-@pytest.fixture(autouse=True)
-def quiet_lobpcg():
-    # LOBPCG warns that it stops short of its own tolerance on these small matrices; the
-    # values it returns are what the tests check.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*not reaching the requested tolerance.*")
-        yield
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,3 +226,24 @@ def test_exact_path_accepts_a_plain_tuple(B):
     res = solvers.svd(TupleSource(B), 2, method="tsvd", random_state=0)
     assert res.info["exact_path"] == "source" and res.info["n_matvec"] == 0
     np.testing.assert_allclose(res.s, sla.svdvals(B)[:2], rtol=1e-13)
+
+
+@pytest.mark.parametrize("maxiter", [None, 1000])
+def test_lobpcg_stopping_short_raises_instead_of_returning_its_block(maxiter):
+    """Rank 8 asked for 5: LOBPCG's block breaks down at once and scipy only warns, returning
+    values 10% off and sin theta(U, U*) = 0.35, which tsvd passed on as its answer."""
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(200, 8)) @ np.diag(np.logspace(0, -1, 8)) @ rng.normal(size=(8, 150))
+    cap = "its default cap" if maxiter is None else f"maxiter={maxiter}"
+    with pytest.raises(RuntimeError, match=f"'lobpcg' did not converge .* within {cap}.*"
+                                           "not reaching the requested tolerance"):
+        solvers.svd(G, 5, method="tsvd", backend="lobpcg", random_state=0, maxiter=maxiter)
+    # The same matrix is no problem for ARPACK, and LOBPCG converges on a full-rank one
+    # with gaps (a flat spectrum stops short of tol too, and raises).
+    s = np.linalg.svd(G, compute_uv=False)
+    np.testing.assert_allclose(solvers.svd(G, 5, method="tsvd", random_state=0).s, s[:5],
+                               rtol=1e-12)
+    Q1, Q2 = (np.linalg.qr(rng.normal(size=(n, 150)))[0] for n in (200, 150))
+    F = (Q1 * 0.7 ** np.arange(150)) @ Q2.T  # full rank, with gaps LOBPCG converges on
+    res = solvers.svd(F, 5, method="tsvd", backend="lobpcg", random_state=0, maxiter=maxiter)
+    np.testing.assert_allclose(res.s, np.linalg.svd(F, compute_uv=False)[:5], rtol=1e-8)

@@ -51,6 +51,12 @@ def sample_indices(n_total, n, weights, rng):
     if weights is None:
         return np.sort(rng.choice(n_total, size=n, replace=False)).astype(np.int64)
     weights = np.asarray(weights, dtype=np.float64)
+    if not np.all(np.isfinite(weights)):
+        raise ValueError(
+            "norm sampling needs finite squared row and column norms of G, but some "
+            "overflow float64 (G's entries reach about 1e154 or more): scale G by a power of "
+            "two (and the singular values back), or use sampling='uniform'"
+        )
     positive = np.flatnonzero(weights > 0)
     if positive.size <= n:
         zero = np.flatnonzero(weights <= 0)
@@ -91,6 +97,7 @@ def inclusion_probabilities(weights, n, n_total):
         if n_pos < n_total:
             prob[~positive] = (n - n_pos) / (n_total - n_pos)
         return prob
+    weights = weights / weights.max()  # only ratios matter: keep their sums finite
     prob = np.zeros(n_total)
     certain = np.zeros(n_total, dtype=bool)
     while True:  # at most n rounds: each one adds a unit to the certain ones or stops
