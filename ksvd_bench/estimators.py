@@ -5,7 +5,9 @@ The estimator fits the SVD of the (centred) asymmetric kernel matrix
 ``A`` (Tao et al., "Nonlinear SVD with Asymmetric Kernels"). The left singular vectors are the
 row (source) features, the right singular vectors the column (target) features. New rows are
 embedded by the out-of-sample extension of the paper's eq. 9, the Nystrom formula
-``e(x) = k(C^T x, Z) V S^-1`` with the training column data ``Z``.
+``e(x) = k(C^T x, Z) V S^-1`` with the training column data ``Z`` and the matrix ``C`` of the
+compatibility map that the fit used (identity when the map acts on the columns, ``N > M``, or
+there is none).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import solvers
-from ksvd_bench.kernels import KernelSource, compat_data, kernel_matrix
+from ksvd_bench.kernels import KernelSource, compat_maps, kernel_matrix
 from ksvd_bench.kernels._params import COMPATS, KERNELS, check_gamma, paper_gamma
 from solvers import SVDResult, check_random_state, fix_signs  # random_state: None, int, Generator
 
@@ -118,7 +120,9 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     column_data_ : ndarray or sparse matrix of shape (M, d)
         Training column data ``z_j`` (after the compatibility map) used by ``transform``.
     row_map_ : ndarray of shape (n_features_in_, d) or None
-        Linear map taking a raw row ``a`` to its kernel argument ``a @ row_map_`` (None: identity).
+        Linear map taking a raw row ``a`` to its kernel argument ``a @ row_map_``: the matrix
+        ``C`` of the compatibility map when it maps the rows (``M >= N``; ``pinv(A)`` for
+        ``"pinv"``), None (identity) when the rows enter unchanged (``N > M`` or no map).
     column_means_ : ndarray of shape (M,) or None
         Column means of the uncentred training G (centring statistics for ``transform``).
     grand_mean_ : float or None
@@ -291,9 +295,11 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         else:
             result = solvers.svd(source, r, method=self.solver, random_state=rng, **options)
 
-        X, Z = compat_data(A, compat, random_state=compat_seed)
-        self.row_map_ = self._row_map(A, X)
-        self.column_data_ = Z
+        # the map C itself, not recovered from X = A C: pinv(A) X is only C's part in the row
+        # space of A, wrong for new rows with the Gaussian map (a2) or a rank-deficient A
+        maps = compat_maps(A, compat, random_state=compat_seed)
+        self.row_map_ = maps.row_map
+        self.column_data_ = maps.Z
         if self.center:
             raw = KernelSource(A, center=False, **common)
             col_sums = np.asarray(raw.rmatmat(np.ones((n_rows, 1), dtype=raw.dtype))).ravel()
@@ -310,26 +316,6 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.solver_info_ = dict(result.info)
         self._n_features_out = r
         return self
-
-    @staticmethod
-    def _row_map(A, X):
-        """Linear map ``C`` with ``X = A @ C`` (None when the rows enter unchanged).
-
-        The compatibility maps are linear in the rows of ``A``; the minimum-norm solution
-        ``pinv(A) X`` equals ``C`` on the row space of A (exactly ``pinv(A)`` for a0), which is
-        all that training rows and rows in their span see.
-        """
-        if X.shape == A.shape:
-            same = (X != A).nnz == 0 if sp.issparse(X) and sp.issparse(A) else None
-            if same is None:
-                Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
-                Ad = A.toarray() if sp.issparse(A) else np.asarray(A)
-                same = np.array_equal(Xd, Ad)
-            if same:
-                return None
-        Ad = A.toarray() if sp.issparse(A) else np.asarray(A, dtype=np.float64)
-        Xd = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-        return np.linalg.pinv(Ad) @ Xd
 
     # ------------------------------------------------------------------ transform
     def _negligible_components(self):

@@ -2,7 +2,8 @@
 
 ``kernel_matrix`` builds ``G_ij = k(x_i, z_j)`` between two point sets (Numba, parallel over
 rows, sparse inputs kept sparse); ``compat_data`` maps the row and column data of a data
-matrix ``A`` into one space (the paper's Algorithm 2); ``ksvd_kernel`` returns the dense G of
+matrix ``A`` into one space (the paper's Algorithm 2; ``compat_maps`` also returns the map,
+for new rows); ``ksvd_kernel`` returns the dense G of
 ``A`` and ``KernelSource`` a lazy matrix source of it for the solvers
 (``KernelSource.from_points(X, Z, ...)``: the lazy G of two point sets). A lazy source never
 stores G: ``matmat``, ``rmatmat`` and ``sketch`` (both products from one pass) are fused tile
@@ -12,7 +13,7 @@ passes that compute each tile of G in cache and multiply it at once, on the back
 """
 
 from ._params import COMPATS, EXP_KERNELS, KERNELS, paper_gamma
-from .compat import compat_data
+from .compat import compat_data, compat_maps
 from .matrix import center_matrix, kernel_matrix
 from .source import KernelSource, ksvd_kernel
 
@@ -24,6 +25,7 @@ __all__ = [
     "kernel_matrix",
     "center_matrix",
     "compat_data",
+    "compat_maps",
     "ksvd_kernel",
     "KernelSource",
 ]

@@ -10,9 +10,14 @@ dimension is mapped onto the smaller one by a matrix ``C``:
 ``"pinv"`` (a0) ``C = pinv(A)`` (or its transpose ``pinv(A^T)`` when N > M);
 ``"pca"`` (a1) ``C`` = the leading principal directions of the projected source;
 ``"random"`` (a2) ``C`` = a seeded Gaussian matrix; ``None`` (square A only) ``C = I``.
+
+``compat_data`` returns the mapped data; ``compat_maps`` returns them with ``C`` itself, which
+new rows or columns (an out-of-sample extension) must be mapped by.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +27,7 @@ from solvers import check_choice
 from ._params import COMPATS
 from .matrix import check_data
 
-__all__ = ["compat_data", "resolve_compat"]
+__all__ = ["CompatMaps", "compat_data", "compat_maps", "resolve_compat"]
 
 
 def resolve_compat(compat, shape):
@@ -49,6 +54,11 @@ def _rank(s, shape):
     if s.size == 0 or s[0] == 0:
         return 0
     return int(np.count_nonzero(s > max(shape) * np.finfo(np.float64).eps * s[0]))
+
+
+def _columns(A):
+    """The column data ``z_j`` as rows, unmapped (sparse ``A`` stays sparse)."""
+    return A.T.tocsr() if sp.issparse(A) else np.ascontiguousarray(A.T)
 
 
 def _flip(C):
@@ -106,37 +116,79 @@ def compat_data(A, compat="auto", *, random_state=None):
     (O(N M) memory, O(N M min(N, M)) time); the results ``X``/``Z`` are dense
     ``min(N, M)``-dimensional. "random" never densifies ``A`` (one sparse-times-dense product).
     """
+    X, Z, _, _ = _compat(A, compat, random_state, maps=False)
+    return X, Z
+
+
+class CompatMaps(NamedTuple):
+    """The data of :func:`compat_data` with the maps ``C`` that produced them.
+
+    ``X = A @ row_map`` (rows mapped, ``M >= N``) or ``Z = A.T @ column_map`` (columns
+    mapped, ``N > M``); the other map is None (that side enters unchanged).
+    """
+
+    X: object
+    Z: object
+    row_map: np.ndarray | None
+    column_map: np.ndarray | None
+
+
+def compat_maps(A, compat="auto", *, random_state=None):
+    """:func:`compat_data` together with the matrix ``C`` of the map it applied.
+
+    A new row ``x`` (or column ``z``) of the same kind as the data is mapped by the same
+    ``C``: its kernel argument is ``C^T x``. That is what an out-of-sample extension needs;
+    ``C`` cannot be recovered from ``X`` and ``A`` (``pinv(A) X`` is only its part in the
+    row space of ``A``, which differs for the Gaussian map a2 and on rank-deficient ``A``).
+
+    Parameters
+    ----------
+    A : array-like or scipy sparse matrix of shape (N, M)
+        Finite, non-empty data matrix.
+    compat : {"auto", "pinv", "pca", "random", None}, default="auto"
+        The compatibility map (see :func:`compat_data`).
+    random_state : None, int or numpy.random.Generator, default=None
+        Seed of ``"random"`` (ignored by the other maps).
+
+    Returns
+    -------
+    CompatMaps
+        Named tuple ``(X, Z, row_map, column_map)``: ``X`` and ``Z`` exactly as
+        :func:`compat_data` returns them; ``row_map`` the ``M x n`` matrix ``C`` with
+        ``x_i -> C^T x_i`` when the rows are mapped (``M >= N`` and compat not None), else
+        None; ``column_map`` the ``N x n`` matrix ``C`` with ``z_j -> C^T z_j`` when the
+        columns are mapped (``N > M``), else None. For ``"pinv"`` the map is ``pinv(A)``
+        (``pinv(A^T)`` for the columns) from the thin SVD with numpy's rank cutoff.
+    """
+    return CompatMaps(*_compat(A, compat, random_state, maps=True))
+
+
+def _compat(A, compat, random_state, *, maps):
+    """``(X, Z, row_map, column_map)``; the pinv maps are formed only when ``maps`` is set."""
     A = check_data(A, "A", dtype=np.float64)
     n_rows, n_cols = A.shape
     compat = resolve_compat(compat, A.shape)
     rows_larger = n_cols >= n_rows  # x_i (dimension M) is the source to project
     if compat is None:
-        Z = A.T.tocsr() if sp.issparse(A) else np.ascontiguousarray(A.T)
-        return A, Z
+        return A, _columns(A), None, None
     if compat == "random":
         rng = np.random.default_rng(random_state)
         n = min(n_rows, n_cols)
         C = rng.standard_normal((max(n_rows, n_cols), n)) / np.sqrt(n)
-        if rows_larger:
-            X = np.ascontiguousarray(np.asarray(A @ C))
-            Z = A.T.tocsr() if sp.issparse(A) else np.ascontiguousarray(A.T)
-            return X, Z
-        return A, np.ascontiguousarray(np.asarray(A.T @ C))
-    U, s, Vt = _svd(A)
+    else:
+        U, s, Vt = _svd(A)
     if compat == "pinv":
         r = _rank(s, A.shape)
+        Ur, Vr = U[:, :r], Vt[:r].T
+        # X and Z are the orthogonal projectors (see compat_data's Notes), not A @ C
         if rows_larger:
-            Ur = U[:, :r]
-            X = np.ascontiguousarray(Ur @ Ur.T)
-            Z = A.T.tocsr() if sp.issparse(A) else np.ascontiguousarray(A.T)
-            return X, Z
-        Vr = Vt[:r].T
-        return A, np.ascontiguousarray(Vr @ Vr.T)
-    # pca
+            C = (Vr / s[:r]) @ Ur.T if maps else None  # pinv(A), M x N
+            return np.ascontiguousarray(Ur @ Ur.T), _columns(A), C, None
+        C = (Ur / s[:r]) @ Vr.T if maps else None  # pinv(A^T), N x M
+        return A, np.ascontiguousarray(Vr @ Vr.T), None, C
+    if compat == "pca":
+        # leading right (M x N) or left (N x M) singular vectors
+        C = _flip(Vt.T) if rows_larger else _flip(U)
     if rows_larger:
-        C = _flip(Vt.T)  # M x N: leading right singular vectors
-        X = np.ascontiguousarray(np.asarray(A @ C))
-        Z = A.T.tocsr() if sp.issparse(A) else np.ascontiguousarray(A.T)
-        return X, Z
-    C = _flip(U)  # N x M: leading left singular vectors
-    return A, np.ascontiguousarray(np.asarray(A.T @ C))
+        return np.ascontiguousarray(np.asarray(A @ C)), _columns(A), C, None
+    return A, np.ascontiguousarray(np.asarray(A.T @ C)), None, C
