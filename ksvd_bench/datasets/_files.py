@@ -7,7 +7,8 @@ returns. Any problem raises :class:`DatasetError` naming the file and what is wr
 :func:`read_user_matrix` reads a user's own matrix (``compare --data/--points/--matrix``):
 ``.npy``, ``.npz`` (one array, or a sparse matrix saved by ``scipy.sparse.save_npz``),
 MatrixMarket ``.mtx`` and ``.csv``, with the same refusals (missing, corrupt, empty, not 2-d,
-complex, not numbers, NaN/Inf), each naming the file and the problem it was meant for.
+complex, not numbers, NaN/Inf, a sparse matrix with broken index arrays), each naming the file
+and the problem it was meant for.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+
+from ..kernels._params import (
+    compressed_index_problems,
+    coordinate_index_problems,
+    sparse_structure_problems,
+)
 
 __all__ = ["DATA_DIR", "DatasetError", "USER_FORMATS", "data_path", "read_csv_gz", "read_npz",
            "read_sparse_npz", "read_user_matrix"]
@@ -154,15 +161,7 @@ def read_sparse_npz(path):
         raise DatasetError(f"dataset file {str(path)!r}: invalid matrix shape {shape.tolist()}")
     n_rows, n_cols = (int(v) for v in shape)
     data, indices, indptr = arrays["data"], arrays["indices"], arrays["indptr"]
-    problems = []
-    if indptr.shape != (n_rows + 1,):
-        problems.append(f"indptr has length {indptr.size}, expected {n_rows + 1}")
-    elif indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != data.size:
-        problems.append("indptr is not a non-decreasing sequence from 0 to nnz")
-    if indices.shape != data.shape:
-        problems.append(f"indices ({indices.size}) and data ({data.size}) differ in length")
-    elif indices.size and (indices.min() < 0 or indices.max() >= n_cols):
-        problems.append(f"column indices outside [0, {n_cols})")
+    problems = compressed_index_problems(indptr, indices, data.size, n_rows, n_cols, exact=True)
     if not problems and not np.all(np.isfinite(data)):
         problems.append("non-finite values")
     if problems:
@@ -261,44 +260,115 @@ def read_csv_gz(path, columns):
 USER_FORMATS = (".npy", ".npz", ".mtx", ".csv")
 
 
+#: the arrays ``scipy.sparse.save_npz`` writes for the compressed and the coordinate formats
+_COMPRESSED_KEYS = ("format", "shape", "data", "indices", "indptr")
+_COORDINATE_KEYS = ("format", "shape", "data", "row", "col")
+_COMPRESSED = {"csr": sp.csr_matrix, "csc": sp.csc_matrix, "bsr": sp.bsr_matrix}
+
+
 def _user_npz(path):
     """The one array of an ``.npz``, or the sparse matrix ``scipy.sparse.save_npz`` wrote."""
     with np.load(path, allow_pickle=False) as archive:
         names = list(archive.files)
-        if {"format", "shape", "data", "indices", "indptr"} <= set(names) or (
-                {"format", "shape", "row", "col", "data"} <= set(names)):
-            return sp.load_npz(path)  # allow_pickle=False inside
+        for keys in (_COMPRESSED_KEYS, _COORDINATE_KEYS):
+            if set(keys) <= set(names):
+                return _sparse_from_arrays({key: archive[key] for key in keys})
         if len(names) != 1:
             raise DatasetError(f"holds {len(names)} arrays {sorted(names)}; expected one array "
                                f"or a scipy sparse matrix (scipy.sparse.save_npz)")
         return archive[names[0]]
 
 
+def _refuse_malformed(fmt, problems):
+    if problems:
+        raise DatasetError(f"holds a malformed {fmt.upper()} sparse matrix: "
+                           f"{'; '.join(problems)}")
+
+
+def _sparse_from_arrays(arrays):
+    """The sparse matrix of ``scipy.sparse.save_npz``'s arrays, its index structure checked.
+
+    ``scipy.sparse.load_npz`` checks only lengths: a column index out of range or a decreasing
+    ``indptr`` passes and later makes compiled code read or write outside the arrays (a crash).
+    Entries that ``indptr`` leaves out are refused too, rather than silently dropped.
+    """
+    fmt = arrays["format"]
+    fmt = fmt.item() if fmt.ndim == 0 and fmt.dtype.kind in "US" else None
+    if isinstance(fmt, bytes):
+        fmt = fmt.decode("ascii", errors="replace")
+    compressed = "indptr" in arrays
+    if fmt not in (_COMPRESSED if compressed else ("coo",)):
+        expected = "csr, csc or bsr" if compressed else "coo"
+        raise DatasetError(f"holds a sparse matrix of format {fmt!r} with the arrays "
+                           f"{sorted(arrays)}; expected {expected}")
+    shape, data = arrays["shape"], arrays["data"]
+    if shape.shape != (2,) or shape.dtype.kind not in "iu" or np.any(shape < 0):
+        raise DatasetError(f"holds a sparse matrix of invalid shape {shape.tolist()}")
+    if data.dtype.kind not in "biufc":
+        raise DatasetError(f"does not hold numbers (dtype {data.dtype})")
+    shape = tuple(int(v) for v in shape)
+    if fmt == "coo":
+        problems = ([f"data should be 1-d, got shape {data.shape}"] if data.ndim != 1 else
+                    coordinate_index_problems(arrays["row"], arrays["col"], data.size, shape))
+    elif fmt == "bsr":
+        blocks = data.shape[1:] if data.ndim == 3 else (0, 0)
+        if 0 in blocks or shape[0] % blocks[0] or shape[1] % blocks[1]:
+            problems = [f"blocks of data shape {data.shape} do not tile the shape {shape}"]
+        else:
+            problems = compressed_index_problems(
+                arrays["indptr"], arrays["indices"], data.shape[0], shape[0] // blocks[0],
+                shape[1] // blocks[1], exact=True, major="block row", minor="block column")
+    else:
+        n_major, n_minor = shape if fmt == "csr" else shape[::-1]
+        names = ("row", "column") if fmt == "csr" else ("column", "row")
+        problems = ([f"data should be 1-d, got shape {data.shape}"] if data.ndim != 1 else
+                    compressed_index_problems(arrays["indptr"], arrays["indices"], data.size,
+                                              n_major, n_minor, exact=True, major=names[0],
+                                              minor=names[1]))
+    _refuse_malformed(fmt, problems)
+    if fmt == "coo":
+        return sp.coo_matrix((data, (arrays["row"], arrays["col"])), shape=shape)
+    return _COMPRESSED[fmt]((data, arrays["indices"], arrays["indptr"]), shape=shape)
+
+
+def _parses(cell):
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
 def _user_csv(path):
-    """A numeric table; a first line that is not numbers is taken as a header."""
-    rows = []
-    with open(path, encoding="utf-8", newline="") as handle:
-        for record in csv.reader(handle):
+    """A numeric table; a first line none of whose cells is a number is a header.
+
+    A first line that mixes numbers and other cells is refused: it is neither a header nor a
+    data row, and taking it for a header would silently drop a row. A UTF-8 byte-order mark
+    (as Excel writes) is skipped.
+    """
+    rows = []  # (line number in the file, stripped cells)
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        for record in reader:
             if record and any(cell.strip() for cell in record):
-                rows.append((len(rows), [cell.strip() for cell in record]))
-    if rows:
-        try:
-            [float(c) for c in rows[0][1]]
-        except ValueError:
-            rows = rows[1:]  # a header line
+                rows.append((reader.line_num, [cell.strip() for cell in record]))
+    if rows and not any(_parses(cell) for cell in rows[0][1]):
+        rows = rows[1:]  # a header line
     if not rows:
         return np.empty((0, 0))
-    width = len(rows[0][1])
+    first_line, first = rows[0]
+    width = len(first)
     out = np.empty((len(rows), width), dtype=np.float64)
-    for i, (_, record) in enumerate(rows):
+    for i, (line, record) in enumerate(rows):
         if len(record) != width:
-            raise DatasetError(f"data row {i + 1} has {len(record)} fields, the first has {width}")
+            raise DatasetError(f"line {line} has {len(record)} fields, line {first_line} (the "
+                               f"first data row) has {width}")
         for j, cell in enumerate(record):
             try:
                 out[i, j] = float(cell)
             except ValueError:
-                raise DatasetError(f"data row {i + 1}, column {j + 1}: {cell!r} is not a real "
-                                   f"number") from None
+                raise DatasetError(f"line {line}, column {j + 1}: {cell!r} is not a real number"
+                                   ) from None
     return out
 
 
@@ -336,7 +406,7 @@ def read_user_matrix(path, *, problem, what="a matrix"):
     path : str or os.PathLike
         ``.npy``, ``.npz`` (one array, or a sparse matrix from ``scipy.sparse.save_npz``),
         ``.mtx`` (MatrixMarket, through ``scipy.io.mmread``) or ``.csv`` (numbers; a first
-        line that is not numbers is a header).
+        line none of whose cells is a number is a header; UTF-8, a byte-order mark allowed).
     problem : str
         Name of the problem the file is for (named in every error).
     what : str, default="a matrix"
@@ -346,14 +416,16 @@ def read_user_matrix(path, *, problem, what="a matrix"):
     -------
     numpy.ndarray or scipy.sparse.csr_matrix
         2-d, float64, at least one row and one column, every value finite. Dense input stays
-        dense (C-contiguous), sparse input stays sparse (sorted indices).
+        dense (C-contiguous), sparse input stays sparse (canonical: sorted indices,
+        duplicate entries summed).
 
     Raises
     ------
     DatasetError
         The file is missing, has an unknown suffix, cannot be read (corrupt, truncated, a
-        pickle), is empty, is not 2-d, holds complex numbers, non-numbers, NaN or Inf. The
-        message names the file and the problem.
+        pickle), is empty, is not 2-d, holds complex numbers, non-numbers, NaN or Inf, or a
+        sparse matrix whose index arrays are broken (indices out of range, a decreasing or
+        short ``indptr``). The message names the file and the problem.
     """
     path = Path(path)
     prefix = f"problem {problem!r}: file {str(path)!r}"
@@ -365,6 +437,9 @@ def read_user_matrix(path, *, problem, what="a matrix"):
     try:
         matrix = _read_any(path)
         if sp.issparse(matrix):
+            # every sparse path (.npz, .mtx) ends in a checked CSR structure: compiled code
+            # downstream trusts its indices
+            _refuse_malformed(matrix.format, sparse_structure_problems(matrix))
             matrix = sp.csr_matrix(matrix)
             _check_user_values(matrix.data, what)
         else:
@@ -382,6 +457,6 @@ def read_user_matrix(path, *, problem, what="a matrix"):
         raise DatasetError(f"{prefix} is empty (shape {matrix.shape[0]}x{matrix.shape[1]})")
     if sp.issparse(matrix):
         matrix = matrix.astype(np.float64)
-        matrix.sort_indices()
+        matrix.sum_duplicates()  # canonical, as scipy reads duplicates: summed, indices sorted
         return matrix
     return np.ascontiguousarray(matrix, dtype=np.float64)
