@@ -5,8 +5,11 @@ with a serial inner loop and disjoint writes, so each output entry and each sum 
 in one fixed order whatever the number of threads: results do not depend on the thread count.
 Sums are accumulated in float64 even when the matrix is float32.
 
-Inputs are validated (finite, shapes) by the callers: ``fastmath=True`` lets the compiler
-assume there are no NaN/Inf.
+Inputs are validated (finite, shapes) by the callers: the kernels compile with
+:data:`~ksvd_bench.kernels._ordered.EXACT_FASTMATH` (no NaN/Inf, sign of zero ignored),
+flags that cannot change a finite result. Reassociation or contraction would let LLVM round
+each compile of a function (parallel or serial, fresh or loaded from the disk cache, inlined
+or not) differently, and the bits of a result would depend on what the process compiled.
 
 ``exp`` is :func:`exp_nonpos`, a polynomial kernel that LLVM vectorises (AVX2/AVX-512):
 without Intel SVML (which pip's llvmlite cannot use) a call to libm's ``exp`` per entry
@@ -26,6 +29,8 @@ from numba import prange
 from numba import types as nbtypes
 from numba.extending import intrinsic, overload
 
+from ._ordered import EXACT_FASTMATH
+
 RBF, SNE, T = 0, 1, 2
 #: width of the column chunks of the column-sum kernel (fixed: it sets the summation order)
 COL_CHUNK = 256
@@ -35,14 +40,15 @@ COL_CHUNK = 256
 SERIAL_BELOW = 1 << 16
 
 
-def compile_twice(func, fastmath=True):
+def compile_twice(func, fastmath=EXACT_FASTMATH):
     """``(parallel, serial)`` Numba compiles of one Python kernel written with ``prange``.
 
     ``prange`` is ``range`` when ``parallel`` is off, so both run the same loops in the same
     order per output row and give the same bits. Numba's on-disk cache is keyed by the
     function's qualified name and bytecode, not by the compile flags: the serial compile is
     made from a renamed copy of ``func`` so that neither compile is loaded as the other.
-    ``fastmath`` is Numba's (True, or a set of flags), the same for both.
+    ``fastmath`` is Numba's set of flags, the same for both; the default changes no finite
+    result, so both compiles give the same bits, fresh or loaded from the cache.
     """
     twin = types.FunctionType(func.__code__, func.__globals__, func.__name__ + "_serial",
                               func.__defaults__, func.__closure__)
@@ -72,7 +78,7 @@ class _Kernel:
 
 
 _jit = _Kernel
-_jit_serial = numba.njit(fastmath=True, cache=True)
+_jit_serial = numba.njit(fastmath=EXACT_FASTMATH, cache=True)
 
 
 LOG2E = 1.4426950408889634
@@ -257,7 +263,33 @@ def _like(a, x):
     return lambda a, x: np.float64(x)
 
 
-@numba.njit(fastmath=True, cache=True)
+@numba.njit(fastmath=EXACT_FASTMATH, cache=True)
+def ordered_row_sum(row):
+    """Sum of a 1-d array in float64 from eight interleaved partial sums, added in a fixed
+    order.
+
+    Independent sums keep the adder pipelines busy without licence to reassociate
+    (:data:`EXACT_FASTMATH`), so every compiled copy adds in this order; a single running
+    sum waits on each add.
+    """
+    n = row.shape[0]
+    n8 = n - n % 8
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    for j in range(0, n8, 8):
+        s0 += row[j]
+        s1 += row[j + 1]
+        s2 += row[j + 2]
+        s3 += row[j + 3]
+        s4 += row[j + 4]
+        s5 += row[j + 5]
+        s6 += row[j + 6]
+        s7 += row[j + 7]
+    for j in range(n8, n):
+        s0 += row[j]
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+@numba.njit(fastmath=EXACT_FASTMATH, cache=True)
 def _kernel_row(crow, xi, zz, inv_g2, kind, buf, orow):
     """One row of :func:`dense_rows` / :func:`dense_fused`: ``orow <- k(crow)``.
 
@@ -266,14 +298,16 @@ def _kernel_row(crow, xi, zz, inv_g2, kind, buf, orow):
     Returns the row's ``(shift, scale)``.
     """
     m = buf.shape[0]
-    mn = np.inf
     for j in range(m):
         d = xi + zz[j] - 2.0 * crow[j]
-        d = d if d > 0.0 else 0.0
-        buf[j] = d
-        mn = min(mn, d)
-    if kind != SNE:
-        mn = 0.0
+        buf[j] = d if d > 0.0 else 0.0
+    mn = 0.0
+    if kind == SNE:
+        # a loop of its own: it vectorises (a minimum is exact in any order), where a running
+        # minimum in the loop above kept that loop scalar without fastmath's "reassoc"
+        mn = np.inf
+        for j in range(m):
+            mn = min(mn, buf[j])
     if kind == T:
         for j in range(m):
             buf[j] = 1.0 / (1.0 + buf[j] * inv_g2)
@@ -283,10 +317,7 @@ def _kernel_row(crow, xi, zz, inv_g2, kind, buf, orow):
         exp_nonpos(buf)
     c = 1.0
     if kind != RBF:
-        s = 0.0
-        for j in range(m):
-            s += buf[j]
-        c = 1.0 / s
+        c = 1.0 / ordered_row_sum(buf)
     for j in range(m):
         orow[j] = buf[j] * c
     return mn, c
@@ -333,7 +364,7 @@ def dense_fused(out, X, Zt, xx, zz, inv_g2, kind, shift, scale, chunk):
             shift[i], scale[i] = _kernel_row(C[ii], xx[i], zz, inv_g2, kind, buf, out[i])
 
 
-@numba.njit(fastmath=True, cache=True)
+@numba.njit(fastmath=EXACT_FASTMATH, cache=True)
 def _has_index(indices, a, b, j):
     """Binary search for column ``j`` in the sorted ``indices[a:b]`` of one CSR row."""
     lo, hi = a, b
@@ -383,16 +414,25 @@ def sparse_exp_rows(out, indptr, indices, data, xx, zz, zorder, inv_g2, normaliz
                 d = 0.0
             if d < mn:
                 mn = d
+        zgap = -1.0
         for t in range(m):
             j = zorder[t]
             if not _has_index(indices, a, b, j):
                 d = xi + zz[j]
                 if d < mn:
                     mn = d
+                    zgap = zz[j] - zmin
                 break
         if not normalize:
             mn = 0.0
-        lf = (mn - xi - zmin) * inv_g2
+            lf = (mn - xi - zmin) * inv_g2
+        elif zgap >= 0.0:
+            # the nearest column is a structural zero: mn - xi - zmin is zz[j] - zmin, formed
+            # without cancelling xi (inv_g2 would amplify its rounding and lose that entry,
+            # exp(0) = 1; it is 0 exactly when zz[j] is zmin)
+            lf = zgap * inv_g2
+        else:
+            lf = (mn - xi - zmin) * inv_g2
         if lf <= 0.0:
             f = np.exp(lf)
             s_fact = 0.0
@@ -406,8 +446,8 @@ def sparse_exp_rows(out, indptr, indices, data, xx, zz, zorder, inv_g2, normaliz
                 s_exact += np.exp((mn - d) * inv_g2)
             if normalize:
                 s = f * (ez_total - s_fact) + s_exact
-                if s < s_exact:
-                    s = s_exact
+                # the row's nearest entry is exp(0): the sum is at least 1 (and s_exact)
+                s = max(s, s_exact, 1.0)
                 c = 1.0 / s
             else:
                 c = 1.0
@@ -451,14 +491,11 @@ def poly_inplace(C, coef0, degree):
 
 @_jit
 def row_sums(G):
-    """Row sums of ``G`` in float64, each summed serially."""
-    n, m = G.shape
+    """Row sums of ``G`` in float64, each in a fixed order (:func:`ordered_row_sum`)."""
+    n = G.shape[0]
     out = np.empty(n, dtype=np.float64)
     for i in prange(n):
-        s = 0.0
-        for j in range(m):
-            s += G[i, j]
-        out[i] = s
+        out[i] = ordered_row_sum(G[i])
     return out
 
 

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from . import _numba as nb
 from ._ordered import count_nonfinite, dense_cross
 from ._ordered import one_blas_thread as _one_blas_thread
-from ._params import check_gamma, check_kernel
+from ._params import check_gamma, check_kernel, checked_csr
 
 __all__ = ["kernel_matrix", "center_matrix"]
 
@@ -25,11 +25,19 @@ FUSED_CHUNK_BYTES = 32 << 20
 FUSED_MIN_CHUNKS = 16
 FUSED_MIN_ROWS = 16
 FUSED_MAX_ROWS = 256
-#: data whose largest |entry| lies within 2**+-SCALE_FREE_LOG2 is used as it is
+#: data whose largest |entry| lies within 2**+-SCALE_FREE_LOG2 is used as it is (float64
+#: storage; float32: within 2**+-SCALE_FREE_LOG2_F32, so that |x|^2 and x.z stay far below
+#: the float32 maximum, 2**128)
 SCALE_FREE_LOG2 = 64
-#: largest accepted log2(data magnitude / gamma): with data scaled to magnitude <= 1, a squared
-#: distance (<= 4 d) times (magnitude / gamma)^2 <= 2**930 stays far from overflow
+SCALE_FREE_LOG2_F32 = 32
+#: largest accepted log2(data magnitude / gamma) in float64 arithmetic: with data scaled to
+#: magnitude <= 1, a squared distance (<= 4 d) times (magnitude / gamma)^2 <= 2**930 stays far
+#: from overflow
 MAX_LOG2_RATIO = 465
+#: float32 arithmetic (the tiles of a float32 lazy source): ``1 / gamma^2`` and every
+#: ``|x - z|^2 / gamma^2`` must stay below 2**MAX_LOG2_EXPONENT_F32, so that they and the
+#: smallest "t" value, ``1 / (1 + |x - z|^2 / gamma^2)``, are normal float32 numbers
+MAX_LOG2_EXPONENT_F32 = 126
 
 
 # --------------------------------------------------------------------------- validation
@@ -48,6 +56,8 @@ def _resolve_dtype(dtype, *arrays):
 def check_data(X, name, *, dtype=None):
     """Return ``X`` as a 2-d float ndarray or CSR matrix, checked non-empty and finite.
 
+    A sparse ``X`` must have a sound index structure (:func:`._params.checked_csr`).
+
     ``dtype=None`` keeps float32/float64 and turns anything else into float64.
     """
     if sp.issparse(X):
@@ -57,7 +67,7 @@ def check_data(X, name, *, dtype=None):
             X.dtype, np.complexfloating
         ):
             raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
-        X = sp.csr_matrix(X)
+        X = checked_csr(X, name)  # scipy's and the kernels' compiled loops trust the indices
         if dtype is None:
             dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
         X = X.astype(dtype, copy=False)
@@ -246,13 +256,14 @@ def translate_to_mean(X, Z):
     return Xt, Zt
 
 
-def scale_for_bandwidth(X, Z, gamma):
+def scale_for_bandwidth(X, Z, gamma, dtype=np.float64, arithmetic=np.float64):
     """Points rescaled by a power of two where needed, and ``1 / gamma^2`` on that scale.
 
     The distance kernels depend on ``|x - z|^2 / gamma^2`` only. Data of extreme magnitude
-    (largest ``|entry|`` outside ``2**+-64``), or a ``gamma`` far below it, would overflow
-    ``|x|^2`` or ``1 / gamma^2``; both points are then multiplied by ``2**-e`` (exact) so
-    that their largest entry is below 1, and ``gamma`` is measured on the same scale.
+    (largest ``|entry|`` outside ``2**+-64``; ``2**+-32`` when stored as float32), or a
+    ``gamma`` far below it, would overflow ``|x|^2`` or ``1 / gamma^2``; both points are then
+    multiplied by ``2**-e`` (exact) so that their largest entry is below 1, and ``gamma`` is
+    measured on the same scale.
 
     Parameters
     ----------
@@ -260,6 +271,12 @@ def scale_for_bandwidth(X, Z, gamma):
         Validated, finite points.
     gamma : float
         Validated bandwidth (> 0).
+    dtype : {float64, float32}, default=float64
+        Dtype the points, their squared norms and cross products are stored in.
+    arithmetic : {float64, float32}, default=float64
+        Dtype of the kernel arithmetic: float32 for the tiles of a float32 lazy source, which
+        hold ``1 / gamma^2`` and ``|x - z|^2 / gamma^2`` in float32 (:func:`kernel_matrix`
+        works in float64 whatever its output dtype).
 
     Returns
     -------
@@ -271,26 +288,54 @@ def scale_for_bandwidth(X, Z, gamma):
     ------
     ValueError
         If ``gamma`` is so small relative to the data that ``(magnitude / gamma)^2`` would
-        overflow: the kernel would be a hard nearest-neighbour assignment.
+        overflow float64 (the kernel would be a hard nearest-neighbour assignment), or, in
+        float32 arithmetic, that ``1 / gamma^2`` or ``|x - z|^2 / gamma^2`` would leave the
+        float32 range (use float64 or a larger ``gamma``).
     """
     amax = max(_max_abs(X), _max_abs(Z))
     e = math.frexp(amax)[1] if amax > 0 else 0
     log2_ratio = e - math.log2(gamma)
-    if abs(e) <= SCALE_FREE_LOG2 and log2_ratio <= MAX_LOG2_RATIO - SCALE_FREE_LOG2:
-        e = 0
-    elif log2_ratio > MAX_LOG2_RATIO:
+    free = SCALE_FREE_LOG2 if np.dtype(dtype) == np.float64 else SCALE_FREE_LOG2_F32
+    if log2_ratio > MAX_LOG2_RATIO:
         raise ValueError(
             f"gamma={gamma:.3g} is too small for data of magnitude {amax:.3g}: "
             f"(magnitude / gamma)^2 overflows float64 (the kernel would be a hard "
             f"nearest-neighbour assignment); use gamma >= {math.ldexp(1.0, e - MAX_LOG2_RATIO):.3g}"
             f" or rescale the data"
         )
+    if np.dtype(arithmetic) == np.float64:
+        unscaled = log2_ratio <= MAX_LOG2_RATIO - free
+    else:
+        unscaled = -2.0 * math.log2(gamma) <= MAX_LOG2_EXPONENT_F32
+    if abs(e) <= free and unscaled:
+        e = 0
     else:
         X = _times_power_of_two(X, -e)
         Z = _times_power_of_two(Z, -e)
     inv = 1.0 / gamma
     r = math.ldexp(inv, e) if math.isfinite(inv) else math.ldexp(1.0, e) / gamma
-    return X, Z, r * r
+    inv_g2 = r * r
+    if np.dtype(arithmetic) == np.float32:
+        _check_float32_exponents(X, Z, gamma, amax, inv_g2)
+    return X, Z, inv_g2
+
+
+def _check_float32_exponents(X, Z, gamma, amax, inv_g2):
+    """Raise unless ``inv_g2`` and ``|x - z|^2 inv_g2`` (of the scaled points) stay below
+    ``2**MAX_LOG2_EXPONENT_F32``; ``|x - z|^2 <= (|x| + |z|)^2`` bounds the distances."""
+    d_max = (math.sqrt(float(np.max(squared_norms(X))))
+             + math.sqrt(float(np.max(squared_norms(Z))))) ** 2
+    limit = math.ldexp(1.0, MAX_LOG2_EXPONENT_F32)
+    top = max(d_max, 1.0) * inv_g2  # also holds 1 / gamma^2 itself (on the scale) in range
+    if top <= limit:
+        return
+    gamma_min = gamma * math.sqrt(top / limit) * (1.0 + 1e-6)
+    raise ValueError(
+        f"gamma={gamma:.3g} is too small for data of magnitude {amax:.3g} in float32 "
+        f"arithmetic: |x - z|^2 / gamma^2 reaches about {top:.3g}, beyond the float32 range "
+        f"(kept below 2^{MAX_LOG2_EXPONENT_F32} = {limit:.3g}); use dtype=float64 or "
+        f"gamma >= {gamma_min:.3g}"
+    )
 
 
 def check_finite_kernel(G, kernel, degree):
@@ -311,8 +356,9 @@ def check_point_pair(X, Z, kernel, gamma, dtype):
 
     Returns ``(X, Z, kernel, gamma, dtype)`` as :func:`kernel_matrix` uses them: ``X`` and
     ``Z`` checked by :func:`check_data` and with the same number of columns, the canonical
-    kernel name and the resolved dtype. ``gamma`` is required, and checked, for the kernels
-    with a bandwidth (rbf, sne, t); for the others it is returned as given.
+    kernel name and the resolved dtype. ``gamma`` is required for the kernels with a
+    bandwidth (rbf, sne, t) and checked whenever given (the others ignore it). For "linear"
+    and "poly" the points must also fit in ``dtype`` (they are cast to it unscaled).
     """
     kernel = check_kernel(kernel)
     X = check_data(X, "X")
@@ -326,8 +372,25 @@ def check_point_pair(X, Z, kernel, gamma, dtype):
     if kernel in _KIND:
         if gamma is None:
             raise ValueError(f"gamma is required for kernel {kernel!r}")
+    else:
+        # the distance kernels rescale the points first; these take them as they are
+        _check_cast(X, "X", dtype)
+        _check_cast(Z, "Z", dtype)
+    if gamma is not None:  # ignored by linear/poly, but refused if bad as everywhere else
         gamma = check_gamma(gamma)
     return X, Z, kernel, gamma, dtype
+
+
+def _check_cast(X, name, dtype):
+    """Raise if the finite points ``X`` overflow when cast to ``dtype`` (float64 to float32)."""
+    amax = _max_abs(X)
+    with np.errstate(over="ignore"):
+        if np.isfinite(amax) and not np.isfinite(np.dtype(dtype).type(amax)):
+            raise ValueError(
+                f"{name} has entries up to {amax:.3g}, beyond the {np.dtype(dtype)} range "
+                f"({np.finfo(dtype).max:.3g}): the points are cast to dtype={np.dtype(dtype)} "
+                f"before the kernel is evaluated; use dtype=float64 or rescale {name}"
+            )
 
 
 def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center=False,
@@ -345,7 +408,8 @@ def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center
         over all ``z_j``; ``"t"``: ``(1 + |x - z|^2 / gamma^2)^-1`` normalised per row;
         ``"linear"``: ``x . z``; ``"poly"``: ``(x . z + coef0) ** degree``.
     gamma : float
-        Bandwidth (> 0) of "sne", "rbf" and "t"; required for them, ignored by the others.
+        Bandwidth (> 0) of "sne", "rbf" and "t"; required for them, ignored by the others
+        (but refused, like everywhere, if not a finite number > 0).
     degree : float, default=2
         Degree (>= 1) of "poly". Values that overflow (or, for a non-integer degree, that
         are not real because ``x.z + coef0 < 0``) raise ``ValueError``.
@@ -394,7 +458,7 @@ def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center
     inv_g2 = None
     if kernel in _KIND:
         X, Z = translate_to_mean(X, Z)
-        X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma)
+        X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma, dtype)
     G, _, _ = evaluate(X, Z, kernel, inv_g2, degree, coef0, dtype)
     check_finite_kernel(G, kernel, degree)
     if center:

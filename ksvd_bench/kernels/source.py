@@ -11,7 +11,8 @@ import scipy.sparse as sp
 from solvers import check_choice, check_index  # solvers imports nothing from ksvd_bench
 
 from . import _numba as nb
-from ._ordered import count_nonfinite, ordered_dot, ordered_sum_squares
+from ._operands import check_operand, check_product, result_dtype
+from ._ordered import ordered_dot, ordered_sum_squares
 from ._params import EXP_KERNELS, check_gamma, check_kernel, paper_gamma
 from .backends import backend_class, check_device
 from .backends.base import CODES, Params
@@ -134,8 +135,6 @@ def _check_chunk_bytes(chunk_bytes):
 def _check_points(X, Z, kernel, gamma, degree, coef0, dtype, center):
     """Validate two point sets and the kernel's parameters (as :func:`kernel_matrix`)."""
     X, Z, kernel, gamma, dtype = check_point_pair(X, Z, kernel, gamma, dtype)
-    if kernel not in _KIND and gamma is not None:
-        gamma = check_gamma(gamma)  # linear/poly ignore it; checked as _resolve_gamma does
     return (X, Z, kernel, gamma, _check_center(center), check_degree(degree),
             check_coef0(coef0), dtype)
 
@@ -483,7 +482,8 @@ class KernelSource:
         if kernel in _KIND:
             # distances do not change, their float32 rounding does (see translate_to_mean)
             X, Z = translate_to_mean(X, Z)
-            X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma)
+            # the tiles work in the storage dtype: float32 keeps 1 / gamma^2 in its range
+            X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma, self.dtype, self.dtype)
         params = Params(CODES[kernel], float(inv_g2), float(coef0), float(degree))
         self._inv_g2 = float(inv_g2)
         X, Z = self._cast(X), self._cast(Z)
@@ -690,37 +690,13 @@ class KernelSource:
         self.n_entries += r.size * c.size
         return self._eval(r, c)
 
-    def _check_operand(self, V, n, name):
-        if isinstance(V, np.ma.MaskedArray) and np.ma.getmaskarray(V).any():
-            raise TypeError(f"{name} is a masked array with masked entries: their hidden "
-                            f"values would be used; fill them ({name}.filled(value)) first")
-        V = np.asarray(V)
-        if np.iscomplexobj(V):
-            raise TypeError(f"{name} is complex (dtype {V.dtype}); G is real: multiply the real "
-                            f"and imaginary parts separately")
-        if V.dtype == object or not (np.issubdtype(V.dtype, np.number) or V.dtype == np.bool_):
-            raise TypeError(f"{name} must hold real numbers, got dtype {V.dtype}")
-        vec = V.ndim == 1
-        V2 = V[:, None] if vec else V
-        if V2.ndim != 2 or V2.shape[0] != n:
-            raise ValueError(f"{name} must have {n} rows, got shape {V.shape}")
-        if not np.all(np.isfinite(V2)):
-            raise ValueError(f"{name} contains NaN or Inf")
-        return V2, vec
+    _check_operand = staticmethod(check_operand)
 
     def _result(self, R, V, vec, name, transpose=False):
-        """``R`` (a product with the operand ``V`` called ``name``) in the result dtype.
-
-        Kernel values are bounded (construction refuses kernels whose :meth:`norm_bound`
-        overflows), so a non-finite product comes from a finite operand too large for it.
-        """
-        R = R.astype(np.result_type(self.dtype, V), copy=False)
-        if R.size and count_nonfinite(R):
-            product = f"G{'.T' if transpose else ''} @ {name}"
-            amax = float(np.max(np.abs(V))) if V.size else 0.0
-            raise ValueError(f"{product} overflows the {R.dtype} range: {name} has entries up "
-                             f"to {amax:.3g} and ||G||_2 <= {self.norm_bound():.3g}; "
-                             f"rescale {name}")
+        """``R`` (a product with the operand ``V`` called ``name``) in the result dtype,
+        checked finite (:func:`~ksvd_bench.kernels._operands.check_product`)."""
+        R = R.astype(result_dtype(self.dtype, V), copy=False)
+        check_product(R, V, name, self.norm_bound, transpose)
         return R[:, 0] if vec else R
 
     def matmat(self, X):

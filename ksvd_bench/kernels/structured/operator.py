@@ -11,6 +11,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from solvers import check_index
 
+from .._operands import check_operand, check_product, result_dtype
 from .._params import EXP_KERNELS, check_dtype, check_gamma
 from ._kernels import (
     _gather_block,
@@ -110,19 +111,6 @@ def _index(idx, n, name):
     return np.ascontiguousarray(check_index(idx, n, name), dtype=np.int64)
 
 
-def _dense_operand(X, n, name, dtype):
-    X = np.asarray(X)
-    if np.iscomplexobj(X):  # the cast would drop the imaginary part with only a warning
-        raise TypeError(f"{name} is complex (dtype {X.dtype}); G is real: multiply the real "
-                        f"and imaginary parts separately")
-    vector = X.ndim == 1
-    if vector:
-        X = X[:, None]
-    if X.ndim != 2 or X.shape[0] != n:
-        raise ValueError(f"{name} must have shape ({n},) or ({n}, k), got {np.shape(X)}")
-    return np.ascontiguousarray(X, dtype=dtype), vector
-
-
 # ---------------------------------------------------------------------------------------------
 # the matrix source
 # ---------------------------------------------------------------------------------------------
@@ -149,7 +137,9 @@ class StructuredKernelSource:
     center : bool, default=True
         Return ``H_N G H_M`` (zero row and column means).
     dtype : {float64, float32}, default=float64
-        Storage and product dtype. Construction is always in float64.
+        Storage and product dtype. Construction is always in float64. As with
+        :class:`~ksvd_bench.kernels.KernelSource`, an operand ``V`` is multiplied in this
+        dtype and the product returned in ``np.result_type(dtype, V)``.
 
     Attributes
     ----------
@@ -373,9 +363,15 @@ class StructuredKernelSource:
         return L, R
 
     # -- protocol ---------------------------------------------------------------------------
-    def _apply(self, parts, L, R, X, n_in, name):
-        X, vector = _dense_operand(X, n_in, name, self.dtype)
-        out = _lowrank_product(parts, L, R, X, self.dtype)
+    def _apply(self, parts, L, R, X, n_in, name, transpose):
+        # KernelSource's operand checks and dtypes: the product runs in the storage dtype
+        # (one compile per dtype) and comes back in np.result_type(storage, operand)
+        V, vector = check_operand(X, n_in, name)
+        with np.errstate(over="ignore"):  # an operand too large for G is named below
+            Vs = np.ascontiguousarray(V, dtype=self.dtype)
+            out = _lowrank_product(parts, L, R, Vs, self.dtype)
+        out = out.astype(result_dtype(self.dtype, V), copy=False)
+        check_product(out, V, name, self.norm_bound, transpose)
         self.n_matmat += 1
         return out[:, 0] if vector else out
 
@@ -392,11 +388,11 @@ class StructuredKernelSource:
 
     def matmat(self, X):
         """``G @ X`` for ``X`` of shape (M, k) (or (M,)); ``O(k (nnz + q (N + M)))``."""
-        return self._apply(self._T, self._L, self._R, X, self.shape[1], "X")
+        return self._apply(self._T, self._L, self._R, X, self.shape[1], "X", False)
 
     def rmatmat(self, Y):
         """``G.T @ Y`` for ``Y`` of shape (N, k) (or (N,))."""
-        return self._apply(self._Tt, self._R, self._L, Y, self.shape[0], "Y")
+        return self._apply(self._Tt, self._R, self._L, Y, self.shape[0], "Y", True)
 
     def matvec(self, x):
         """``G @ x`` for a vector ``x`` of length M."""
