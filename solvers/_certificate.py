@@ -138,18 +138,16 @@ CERT_EXTRA = 15
 DEFAULT_BUDGET = 0.1
 
 
-def _orth(X):
-    if X.shape[1] == 0:
-        return X
-    return linalg.qr(X, mode="economic", check_finite=False)[0]
-
-
 def _basis(U):
-    """An orthonormal basis of ``span(U)`` (the raw extension's vectors are not orthogonal)."""
+    """``(Q, R)``: an orthonormal basis ``Q`` of ``span(U)`` and ``U = Q R`` (the raw
+    extension's vectors are not orthogonal); NaN where ``U`` is not finite."""
     U = np.asarray(U, dtype=np.float64)
+    k = U.shape[1]
     if not np.all(np.isfinite(U)):
-        return np.full_like(U, np.nan)
-    return _orth(U)
+        return np.full_like(U, np.nan), np.full((k, k), np.nan)
+    if k == 0:
+        return U, np.zeros((0, 0))
+    return linalg.qr(U, mode="economic", check_finite=False)
 
 
 def _deflate(Q, X):
@@ -293,7 +291,7 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
     NaN anywhere means a product was not finite: the bound is unknown, never 0.
     """
     N, M = src.shape
-    U, V = _basis(U), _basis(V)
+    (U, Ru), (V, Rv) = _basis(U), _basis(V)
     r = V.shape[1]
     b = max(0, min(n_extra, M - V.shape[1], N - U.shape[1]))
     q = n_probes if b else 0
@@ -349,7 +347,7 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
     Mc = U.T @ GV
     E21, E12 = GV - U @ Mc, GtU - V @ Mc.T
     out["rayleigh"] = linalg.svd(Mc, compute_uv=False, check_finite=False)
-    out["rayleigh_block"] = Mc  # U^T G V in the bases' coordinates (certify's pairing check)
+    out["triplet"] = (Mc, Ru, Rv)  # Q_U^T G Q_V and U = Q_U R_U, V = Q_V R_V (_triplet_errors)
     e21, e12 = _top_sv(E21), _top_sv(E12)
     out["residual"] = max(e21, e12)
     # for the Davis-Kahan bounds on G G^T and G^T G (triplet_bounds): ||E21 M^T|| and
@@ -461,7 +459,7 @@ def sampled_certificate(src, U, s, V, budget, rng):
     N, M = src.shape
     n_r, n_c = _budget_split(budget, (N, M))
     U, V = np.asarray(U, dtype=np.float64), np.asarray(V, dtype=np.float64)
-    Qu, Qv = _basis(U), _basis(V)
+    Qu, Qv = _basis(U)[0], _basis(V)[0]
     s = np.asarray(s, dtype=np.float64)
     I_s = np.sort(rng.choice(N, n_r, replace=False))
     J_s = np.sort(rng.choice(M, n_c, replace=False))
@@ -624,22 +622,19 @@ def _bound_reasons(r, b):
     return out
 
 
-def _triplet_errors(U, s, V, Mc):
+def _triplet_errors(s, Mc, Ru, Rv):
     """How far ``(U, s, V)`` is from a set of singular triplets, whatever its span.
 
-    ``orthonormality_error``: ``max(||U^T U - I||_2, ||V^T V - I||_2)``. ``pairing_error``:
-    ``||U^T G V - diag(s)||_2 / s_1``, from the Rayleigh block ``Mc = Q_U^T G Q_V`` of the
-    orthonormal bases ``U = Q_U R_U``, ``V = Q_V R_V`` as ``R_U^T Mc R_V`` (no product). The
-    bounds of :func:`triplet_bounds` judge the spans alone, which a raw Nyström extension
-    can get right with vectors that are neither orthonormal nor paired with ``s``.
+    From the Rayleigh block ``Mc = Q_U^T G Q_V`` of :func:`power_certificate` and the
+    factors of its bases, ``U = Q_U R_U`` and ``V = Q_V R_V`` (no product, no pass):
+    ``orthonormality_error`` is ``max(||U^T U - I||_2, ||V^T V - I||_2)`` with
+    ``U^T U = R_U^T R_U``, and ``pairing_error`` is ``||U^T G V - diag(s)||_2 / s_1`` with
+    ``U^T G V = R_U^T Mc R_V``. The bounds of :func:`triplet_bounds` judge the spans alone,
+    which a raw Nyström extension can get right with vectors that are neither orthonormal
+    nor paired with ``s``.
     """
-    U = np.asarray(U, dtype=np.float64)
-    V = np.asarray(V, dtype=np.float64)
     r = s.size
-    orth = max(float(np.linalg.norm(X.T @ X - np.eye(r), 2)) for X in (U, V))
-    Ru = linalg.qr(U, mode="r", check_finite=False)[0][:r]
-    Rv = linalg.qr(V, mode="r", check_finite=False)[0][:r]
-    # _basis takes the same QR, so Q_U R_U = U with the signs Mc was formed in
+    orth = max(float(np.linalg.norm(R.T @ R - np.eye(r), 2)) for R in (Ru, Rv))
     off = Ru.T @ Mc @ Rv - np.diag(np.asarray(s, dtype=np.float64))
     top = float(np.max(np.abs(s), initial=0.0))
     pairing = float(np.linalg.norm(off, 2)) / top if top > 0 else float(np.abs(off).max() > 0)
@@ -677,8 +672,8 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
         bounds = {"residual": float(pc["residual"]), "deflated_upper": pc["deflated_upper"],
                   "upper_kind": pc["upper_kind"], "gap": gap, "sin_theta_bound": sin,
                   "sv_error_bound": err}
-        if "rayleigh_block" in pc and np.all(np.isfinite(pc["rayleigh_block"])):
-            orth, pairing = _triplet_errors(U, s, V, pc["rayleigh_block"])
+        if "triplet" in pc and all(np.all(np.isfinite(X)) for X in pc["triplet"]):
+            orth, pairing = _triplet_errors(s, *pc["triplet"])
             bounds.update(orthonormality_error=orth, pairing_error=pairing)
         if not np.isfinite(gap):
             bounds["why_unknown"] = (

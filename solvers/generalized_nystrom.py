@@ -290,7 +290,8 @@ def generalized_nystrom(
     X = _test_matrix(M, n_right, rng, dtype)
     Y = _test_matrix(N, n_left, rng, dtype)
     GX, GtY, one_pass = _two_sided_sketch(src, X, Y, dtype)
-    # Tiny or huge G: the core's inverse values would overflow (or its square underflow).
+    # A tiny or huge lazy G (check_args rescales only concrete ones): the core's inverse
+    # values would overflow, or its squares underflow.
     unit = power_of_two_scale(max(float(np.max(np.abs(GX), initial=0.0)),
                                   float(np.max(np.abs(GtY), initial=0.0))))
     if unit != 1.0:

@@ -293,7 +293,8 @@ def sym_nystrom(
     weights = src.norms_sq()[0] if opts["sampling"] == "norm" else None  # one pass
     ridx = sample_indices(N, n, weights, rng)
     R = np.asarray(src.rows(ridx), dtype=dtype)
-    # The Gram block squares G's magnitude: tiny or huge G is brought near 1 first (exact).
+    # The Gram block squares G's magnitude: a tiny or huge lazy G (check_args rescales only
+    # concrete ones) is brought near 1 first, exactly.
     unit = power_of_two_scale(float(np.max(np.abs(R), initial=0.0)))
     R = R * unit if unit != 1.0 else R
     CU = np.asarray(src.matmat(np.ascontiguousarray(R.T)), dtype=dtype)
