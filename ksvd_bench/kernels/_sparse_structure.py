@@ -66,13 +66,18 @@ def compressed_index_problems(indptr, indices, n_stored, n_major, n_minor, *, ex
     end = int(indptr[-1])
     if end > indices.size or (exact and end != indices.size):
         problems.append(f"indptr ends at {end}, but {indices.size} entries are stored")
-    used = indices[:max(0, min(end, indices.size))]
-    if used.size:
-        low, high = int(used.min()), int(used.max())
-        if low < 0 or high >= n_minor:
-            problems.append(f"{minor} indices outside [0, {n_minor}) (smallest {low}, largest "
-                            f"{high})")
-    return problems
+    outside = _out_of_range(minor, indices[:max(0, min(end, indices.size))], n_minor)
+    return problems + ([outside] if outside else [])
+
+
+def _out_of_range(what, indices, size):
+    """The phrase for ``indices`` (named ``what``) outside ``[0, size)``, or None."""
+    if not indices.size:
+        return None
+    low, high = int(indices.min()), int(indices.max())
+    if low < 0 or high >= size:
+        return f"{what} indices outside [0, {size}) (smallest {low}, largest {high})"
+    return None
 
 
 def coordinate_index_problems(row, col, n_stored, shape):
@@ -85,11 +90,8 @@ def coordinate_index_problems(row, col, n_stored, shape):
         elif array.size != n_stored:
             problems.append(f"{label} indices ({array.size}) and data ({n_stored}) differ in "
                             f"length")
-        elif array.size:
-            low, high = int(array.min()), int(array.max())
-            if low < 0 or high >= size:
-                problems.append(f"{label} indices outside [0, {size}) (smallest {low}, largest "
-                                f"{high})")
+        elif outside := _out_of_range(label, array, size):
+            problems.append(outside)
     return problems
 
 
