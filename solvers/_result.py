@@ -179,7 +179,7 @@ def _unscaled(info, scale):
         if isinstance(value, dict):
             value = _unscaled(value, scale)
         elif value is not None and key in _MAGNITUDES:
-            value = np.asarray(value) / scale if isinstance(value, np.ndarray) else value / scale
+            value = value / scale
         elif value is not None and key in _SQUARED_MAGNITUDES:
             value = value / scale / scale
         out[key] = value
