@@ -223,6 +223,9 @@ class Checked:
     rng: np.random.Generator
     options: dict
     dtype: np.dtype
+    #: ``max |G_ij|`` of a dense or sparse ``G`` (of the caller's ``G``, before any
+    #: rescaling); None for a lazy source
+    amax: float | None = None
 
 
 def _is_int(x):
@@ -342,26 +345,22 @@ def check_method_options(method, options):
     return method
 
 
-def _check_concrete_input(source):
-    """Check concrete inputs up front (cheap); lazy sources are checked block by block.
-
-    Returns ``(check_finite, scale)``: whether the wrapper must check what the source returns
-    (lazy sources), and the power of two that brings a concrete ``G`` of extreme magnitude
-    near 1 (1.0 for lazy sources and for ``G`` within ``2^+-SAFE_EXPONENT``).
-    """
+def _largest_entry(source):
+    """``max |G_ij|`` of a concrete source, checked finite up front (cheap); None for a lazy
+    source, whose blocks are checked as they are read."""
     if isinstance(source, DenseSource):
         data = source.G
     elif isinstance(source, SparseSource):
         data = source.csr.data
     else:
-        return True, 1.0
+        return None
     if data.size == 0:
-        return False, 1.0
+        return 0.0
     # min and max see NaN and inf as isfinite would, without a temporary of G's size
     low, high = float(data.min()), float(data.max())
     if not (np.isfinite(low) and np.isfinite(high)):
         raise ValueError("G must contain only finite values (found NaN or inf)")
-    return False, power_of_two_scale(max(high, -low))
+    return max(high, -low)
 
 
 def _scaled_source(source, scale):
@@ -401,8 +400,9 @@ def check_args(method, G, rank, random_state, validate, *, rescale=True, **optio
     Returns
     -------
     Checked
-        ``source`` (a :class:`Tracked` source), ``rank``, ``rng``, normalised ``options``
-        and the working ``dtype`` (float32 for float32 sources, float64 otherwise).
+        ``source`` (a :class:`Tracked` source), ``rank``, ``rng``, normalised ``options``,
+        the working ``dtype`` (float32 for float32 sources, float64 otherwise) and ``amax``
+        (the largest ``|G_ij|`` of a dense or sparse ``G``, None for a lazy source).
     """
     check_method_options(method, options)
     source = as_source(G)
@@ -416,11 +416,12 @@ def check_args(method, G, rank, random_state, validate, *, rescale=True, **optio
     rng = check_random_state(random_state)
     dtype = np.dtype(np.float32) if np.dtype(source.dtype) == np.float32 else np.dtype(np.float64)
     opts = validate(dict(options), rank, shape)
-    check_finite, scale = _check_concrete_input(source)
-    if not rescale or scale == 1.0:
-        return Checked(Tracked(source, check_finite), rank, rng, opts, dtype)
-    tracked = Tracked(_scaled_source(source, scale), check_finite, value_scale=scale)
-    return Checked(tracked, rank, rng, opts, dtype)
+    amax = _largest_entry(source)
+    scale = 1.0 if amax is None or not rescale else power_of_two_scale(amax)
+    if scale == 1.0:
+        return Checked(Tracked(source, amax is None), rank, rng, opts, dtype, amax)
+    tracked = Tracked(_scaled_source(source, scale), False, value_scale=scale)
+    return Checked(tracked, rank, rng, opts, dtype, amax)
 
 
 def check_sample_size(rank, sizes):
