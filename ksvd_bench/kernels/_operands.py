@@ -57,11 +57,6 @@ def check_operand(V, n, name):
     return V2, vector
 
 
-def result_dtype(source_dtype, V):
-    """Dtype of a product of a source of ``source_dtype`` with the operand ``V``."""
-    return np.result_type(source_dtype, V)
-
-
 def check_product(R, V, name, norm_bound, transpose=False):
     """Raise if the product ``R`` of G (or G.T) with the finite operand ``V`` overflowed.
 

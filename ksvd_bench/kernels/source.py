@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from solvers import check_choice, check_index  # solvers imports nothing from ksvd_bench
 
 from . import _numba as nb
-from ._operands import check_operand, check_product, result_dtype
+from ._operands import check_operand, check_product
 from ._ordered import ordered_dot, ordered_sum_squares
 from ._params import EXP_KERNELS, check_gamma, check_kernel, paper_gamma
 from .backends import backend_class, check_device
@@ -690,18 +690,16 @@ class KernelSource:
         self.n_entries += r.size * c.size
         return self._eval(r, c)
 
-    _check_operand = staticmethod(check_operand)
-
     def _result(self, R, V, vec, name, transpose=False):
         """``R`` (a product with the operand ``V`` called ``name``) in the result dtype,
         checked finite (:func:`~ksvd_bench.kernels._operands.check_product`)."""
-        R = R.astype(result_dtype(self.dtype, V), copy=False)
+        R = R.astype(np.result_type(self.dtype, V), copy=False)
         check_product(R, V, name, self.norm_bound, transpose)
         return R[:, 0] if vec else R
 
     def matmat(self, X):
         """``G @ X`` for a dense ``(M, k)`` array (or a vector): one fused pass."""
-        V, vec = self._check_operand(X, self.shape[1], "X")
+        V, vec = check_operand(X, self.shape[1], "X")
         Y, _ = self._pass_rows(0, self.shape[0], V, None)
         self.n_matmat += 1
         self.n_passes += 1
@@ -709,7 +707,7 @@ class KernelSource:
 
     def rmatmat(self, Y):
         """``G.T @ Y`` for a dense ``(N, k)`` array (or a vector): one fused pass."""
-        U, vec = self._check_operand(Y, self.shape[0], "Y")
+        U, vec = check_operand(Y, self.shape[0], "Y")
         _, W = self._pass_rows(0, self.shape[0], None, U)
         self.n_matmat += 1
         self.n_passes += 1
@@ -728,8 +726,8 @@ class KernelSource:
         Y : ndarray of shape (N, k) or (N,)
         W : ndarray of shape (M, l) or (M,)
         """
-        Om, vo = self._check_operand(Omega, self.shape[1], "Omega")
-        Ps, vp = self._check_operand(Psi, self.shape[0], "Psi")
+        Om, vo = check_operand(Omega, self.shape[1], "Omega")
+        Ps, vp = check_operand(Psi, self.shape[0], "Psi")
         Y, W = self._pass_rows(0, self.shape[0], Om, Ps)
         self.n_matmat += 2
         self.n_passes += 1

@@ -62,6 +62,8 @@ import numpy as np
 
 from solvers import check_index  # solvers imports nothing from ksvd_bench
 
+from .._operands import check_operand
+
 try:
     import distributed
 except ImportError as exc:  # pragma: no cover - the [dask] extra is part of [test]
@@ -632,7 +634,7 @@ class DistributedKernelSource:
 
     def matmat(self, X):
         """``G @ X`` for a dense ``(M, k)`` array (or a vector): one distributed pass."""
-        V, vec = self.local._check_operand(X, self.shape[1], "X")
+        V, vec = check_operand(X, self.shape[1], "X")
         if V.shape[1] == 0:
             return self.local._result(np.empty((self.shape[0], 0)), V, vec, "X")
         Y, _ = self._products(V, None)
@@ -642,7 +644,7 @@ class DistributedKernelSource:
 
     def rmatmat(self, Y):
         """``G.T @ Y`` for a dense ``(N, k)`` array (or a vector): one distributed pass."""
-        W_in, vec = self.local._check_operand(Y, self.shape[0], "Y")
+        W_in, vec = check_operand(Y, self.shape[0], "Y")
         if W_in.shape[1] == 0:
             return self.local._result(np.empty((self.shape[1], 0)), W_in, vec, "Y")
         _, W = self._products(None, W_in)
@@ -663,8 +665,8 @@ class DistributedKernelSource:
         Y : ndarray of shape (N, k)
         W : ndarray of shape (M, l)
         """
-        Om, vo = self.local._check_operand(Omega, self.shape[1], "Omega")
-        Ps, vp = self.local._check_operand(Psi, self.shape[0], "Psi")
+        Om, vo = check_operand(Omega, self.shape[1], "Omega")
+        Ps, vp = check_operand(Psi, self.shape[0], "Psi")
         if Om.shape[1] == 0 or Ps.shape[1] == 0:
             Y = self.matmat(Omega) if Om.shape[1] else self.local._result(
                 np.empty((self.shape[0], 0)), Om, vo, "Omega")

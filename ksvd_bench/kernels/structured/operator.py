@@ -11,7 +11,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from solvers import check_index
 
-from .._operands import check_operand, check_product, result_dtype
+from .._operands import check_operand, check_product
 from .._params import EXP_KERNELS, check_dtype, check_gamma
 from ._kernels import (
     _gather_block,
@@ -370,7 +370,7 @@ class StructuredKernelSource:
         with np.errstate(over="ignore"):  # an operand too large for G is named below
             Vs = np.ascontiguousarray(V, dtype=self.dtype)
             out = _lowrank_product(parts, L, R, Vs, self.dtype)
-        out = out.astype(result_dtype(self.dtype, V), copy=False)
+        out = out.astype(np.result_type(self.dtype, V), copy=False)
         check_product(out, V, name, self.norm_bound, transpose)
         self.n_matmat += 1
         return out[:, 0] if vector else out
