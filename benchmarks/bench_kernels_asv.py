@@ -146,8 +146,11 @@ class PassRoofline:
         Omega, Psi, Om_d, Psi_d = pass_operands(n, n, 40, dtype, seed=1)
         S = KernelSource.from_points(X, Z, "rbf", gamma=float(np.sqrt(2.0 * d)), dtype=dtype)
         Xd, Zd = X.astype(dtype), Z.astype(dtype)
-        run = {"matmat": lambda: S.matmat(Omega), "rmatmat": lambda: S.rmatmat(Psi),
-               "sketch": lambda: S.sketch(Omega, Psi)}[name]
+        run = {
+            "matmat": lambda: S.matmat(Omega),
+            "rmatmat": lambda: S.rmatmat(Psi),
+            "sketch": lambda: S.sketch(Omega, Psi),
+        }[name]
         self.pair = (run, lambda: blas_work(name, Xd, Zd, Omega=Om_d, Psi=Psi_d))
         for fn in self.pair:  # compile or cache load, first-touch page faults
             fn()

@@ -28,11 +28,20 @@ from .common import (
     warm_up_structured,
 )
 
-METHODS = ["tsvd", "rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom", "asym_nystrom",
-           "asym_nystrom_norm"]
+METHODS = [
+    "tsvd",
+    "rsvd",
+    "block_krylov",
+    "generalized_nystrom",
+    "sym_nystrom",
+    "asym_nystrom",
+    "asym_nystrom_norm",
+]
 PROBLEMS = grid(["cora"], ["cora", "pubmed"])
-ROUTES = grid(["asym_nystrom_lazy", "tsvd_structured"],
-              ["asym_nystrom_lazy", "asym_nystrom_lazy_norm", "tsvd_structured"])
+ROUTES = grid(
+    ["asym_nystrom_lazy", "tsvd_structured"],
+    ["asym_nystrom_lazy", "asym_nystrom_lazy_norm", "tsvd_structured"],
+)
 
 
 class TimeSolve(SlowTiming):
@@ -66,8 +75,13 @@ class TimeSolve(SlowTiming):
         def check():
             # The timed call is deterministic (seed 0): check the very answer it will produce.
             res = solve(G, method, FIXED_EFFORT[method])
-            check_accuracy(as_reference(ref), res, FIXED_EFFORT_EPS, "singular_values",
-                           f"{method} on {problem} at effort {FIXED_EFFORT[method]}")
+            check_accuracy(
+                as_reference(ref),
+                res,
+                FIXED_EFFORT_EPS,
+                "singular_values",
+                f"{method} on {problem} at effort {FIXED_EFFORT[method]}",
+            )
             return res.info["n_passes"]
 
         self.n_passes = once(("time_solve", problem, method), check)
@@ -107,8 +121,14 @@ def _run_route(route):
     if route == "tsvd_structured":
         return svd(pubmed_structured(), RANK, method="tsvd", random_state=SEED, tol=0.0)
     sampling = "norm" if route.endswith("_norm") else "uniform"
-    return svd(pubmed_lazy(), RANK, method="asym_nystrom", random_state=SEED,
-               n_samples=FIXED_EFFORT["asym_nystrom"], sampling=sampling)
+    return svd(
+        pubmed_lazy(),
+        RANK,
+        method="asym_nystrom",
+        random_state=SEED,
+        n_samples=FIXED_EFFORT["asym_nystrom"],
+        sampling=sampling,
+    )
 
 
 class _PubMedRoutes(SlowTiming):
@@ -135,9 +155,16 @@ class PubMedEndToEnd(_PubMedRoutes):
 
     def setup(self, ref, route):
         super().setup(ref, route)
-        once(("route", route),
-             lambda: check_accuracy(as_reference(ref), _run_route(route), FIXED_EFFORT_EPS,
-                                    "singular_values", f"PubMed end to end via {route}"))
+        once(
+            ("route", route),
+            lambda: check_accuracy(
+                as_reference(ref),
+                _run_route(route),
+                FIXED_EFFORT_EPS,
+                "singular_values",
+                f"PubMed end to end via {route}",
+            ),
+        )
 
     def time_end_to_end(self, ref, route):
         _run_route(route)

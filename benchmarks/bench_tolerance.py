@@ -42,14 +42,28 @@ from .common import (
     warm_up_solvers,
 )
 
-METHODS = ["tsvd", "rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom",
-           "asym_nystrom"]
+METHODS = ["tsvd", "rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom", "asym_nystrom"]
 EPS = grid([0.1], [0.1, 0.01])
 WEIGHTS = grid(["singular_values", "lowrank"], MEASURES)
-CAPS = ({"tsvd": None, "rsvd": 640, "block_krylov": 8, "generalized_nystrom": 640,
-         "sym_nystrom": 1000, "asym_nystrom": 1000} if FULL else
-        {"tsvd": None, "rsvd": 160, "block_krylov": 4, "generalized_nystrom": 160,
-         "sym_nystrom": 400, "asym_nystrom": 400})
+CAPS = (
+    {
+        "tsvd": None,
+        "rsvd": 640,
+        "block_krylov": 8,
+        "generalized_nystrom": 640,
+        "sym_nystrom": 1000,
+        "asym_nystrom": 1000,
+    }
+    if FULL
+    else {
+        "tsvd": None,
+        "rsvd": 160,
+        "block_krylov": 4,
+        "generalized_nystrom": 160,
+        "sym_nystrom": 400,
+        "asym_nystrom": 400,
+    }
+)
 
 
 def _efforts(method, shape):
@@ -87,8 +101,12 @@ def _search(G, reference, method, weights, answers):
     out = {}
     for e in EPS:
         effort, value, err = found[e] if found[e] else (None, *best)
-        out[e] = {"converged": found[e] is not None, "effort": effort, "eta": value,
-                  "sv_error": err}
+        out[e] = {
+            "converged": found[e] is not None,
+            "effort": effort,
+            "eta": value,
+            "sv_error": err,
+        }
     return out
 
 
@@ -144,14 +162,22 @@ class TimeToTolerance(_AtTolerance):
             raise NotImplementedError(
                 f"{method} did not reach {weights} <= {eps:g} with singular-value error "
                 f"<= {eps:g} up to its cap; best value {r['eta']:.3g} (singular-value error "
-                f"{r['sv_error']:.3g}): no time reported")
+                f"{r['sv_error']:.3g}): no time reported"
+            )
         self.G, self.effort = cache["G"], r["effort"]
         warm_up_solvers([method])
         # The timed call is deterministic: verify the very answer it produces (once a process).
-        once(("at_tolerance", method, eps, weights),
-             lambda: check_accuracy(as_reference(cache["reference"]),
-                                    solve(self.G, method, self.effort), eps, weights,
-                                    f"{method} at effort {self.effort}", G=self.G))
+        once(
+            ("at_tolerance", method, eps, weights),
+            lambda: check_accuracy(
+                as_reference(cache["reference"]),
+                solve(self.G, method, self.effort),
+                eps,
+                weights,
+                f"{method} at effort {self.effort}",
+                G=self.G,
+            ),
+        )
 
     def time_solve_at_tolerance(self, cache, method, eps, weights):
         solve(self.G, method, self.effort)

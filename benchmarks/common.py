@@ -51,15 +51,27 @@ class SlowTiming:
 RANK = 20
 SEED = 0
 #: fixed efforts of the ``time_solve`` suites (the paper's regime: a few hundred samples)
-FIXED_EFFORT = {"tsvd": 0, "rsvd": 10, "block_krylov": 2, "generalized_nystrom": 10,
-                "sym_nystrom": 200, "asym_nystrom": 200, "asym_nystrom_norm": 200}
+FIXED_EFFORT = {
+    "tsvd": 0,
+    "rsvd": 10,
+    "block_krylov": 2,
+    "generalized_nystrom": 10,
+    "sym_nystrom": 200,
+    "asym_nystrom": 200,
+    "asym_nystrom_norm": 200,
+}
 #: benchmark names -> (solver method, extra options); "asym_nystrom_norm" samples rows and
 #: columns by squared norms instead of uniformly (uniform sampling fails on PubMed, whose
 #: singular vectors are localised)
-VARIANTS = {"tsvd": ("tsvd", {}), "rsvd": ("rsvd", {}), "block_krylov": ("block_krylov", {}),
-            "generalized_nystrom": ("generalized_nystrom", {}),
-            "sym_nystrom": ("sym_nystrom", {}), "asym_nystrom": ("asym_nystrom", {}),
-            "asym_nystrom_norm": ("asym_nystrom", {"sampling": "norm"})}
+VARIANTS = {
+    "tsvd": ("tsvd", {}),
+    "rsvd": ("rsvd", {}),
+    "block_krylov": ("block_krylov", {}),
+    "generalized_nystrom": ("generalized_nystrom", {}),
+    "sym_nystrom": ("sym_nystrom", {}),
+    "asym_nystrom": ("asym_nystrom", {}),
+    "asym_nystrom_norm": ("asym_nystrom", {"sampling": "norm"}),
+}
 #: accuracy measures of the tolerance suites: eta under two weightings, and the gap-robust
 #: low-rank error ||G - U U^T G||_F <= (1 + eps) ||G - G_r||_F
 MEASURES = ("singular_values", "uniform", "lowrank")
@@ -118,8 +130,7 @@ def solve(G, method, effort, rank=RANK):
     from solvers import svd
 
     method, extra = VARIANTS.get(method, (method, {}))
-    return svd(G, rank, method=method, random_state=SEED, **effort_options(method, effort),
-               **extra)
+    return svd(G, rank, method=method, random_state=SEED, **effort_options(method, effort), **extra)
 
 
 def warm_up_solvers(methods=None):
@@ -131,8 +142,10 @@ def warm_up_solvers(methods=None):
     for name in methods or solvers.METHODS:
         method, extra = VARIANTS.get(name, (name, {}))
         opts = effort_options(method, small.get(method, 5))
-        once(("warm_up_solver", name),
-             partial(solvers.svd, G, 5, method=method, random_state=SEED, **opts, **extra))
+        once(
+            ("warm_up_solver", name),
+            partial(solvers.svd, G, 5, method=method, random_state=SEED, **opts, **extra),
+        )
 
 
 def warm_up_structured():
@@ -180,15 +193,17 @@ def pubmed_lazy():
     from ksvd_bench.race.problems import problem_data
 
     A = problem_data("pubmed")
-    return KernelSource(A, "sne", gamma=paper_gamma(A, 0.5), compat=None, center=True,
-                        structured=False)
+    return KernelSource(
+        A, "sne", gamma=paper_gamma(A, 0.5), compat=None, center=True, structured=False
+    )
 
 
 def _reference_cache_dir():
     # the suites share one on-disk cache of exact SVDs in the repository's .asv folder (git
     # ignores it), so Cora's dense SVD is computed once per machine, not once per suite and run
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".asv",
-                        "reference_cache")
+    return os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".asv", "reference_cache"
+    )
 
 
 def reference_triplets(G, rank=RANK):

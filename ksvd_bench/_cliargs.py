@@ -14,8 +14,17 @@ import argparse
 import math
 
 __all__ = [
-    "positive_int", "nonnegative_int", "positive_float", "nonnegative_float", "unit_interval",
-    "int_list", "thread_count", "out_dir", "add_run_arguments", "check_out", "THREADS_HELP",
+    "positive_int",
+    "nonnegative_int",
+    "positive_float",
+    "nonnegative_float",
+    "unit_interval",
+    "int_list",
+    "thread_count",
+    "out_dir",
+    "add_run_arguments",
+    "check_out",
+    "THREADS_HELP",
     "print_result",
 ]
 
@@ -71,8 +80,9 @@ def int_list(text):
     """Comma-separated positive ints, e.g. ``50,100,200`` (no value dropped, no empty list)."""
     parts = [p.strip() for p in text.split(",")]
     if not parts or any(p == "" for p in parts):
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got "
-                                         f"{text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers, got {text!r}"
+        )
     return tuple(positive_int(p) for p in parts)
 
 
@@ -84,15 +94,17 @@ def thread_count(text):
     if value > max_threads():
         raise argparse.ArgumentTypeError(
             f"expected at most {max_threads()} (the size of Numba's thread pool, "
-            f"NUMBA_NUM_THREADS, normally the number of CPUs), got {value}")
+            f"NUMBA_NUM_THREADS, normally the number of CPUs), got {value}"
+        )
     return value
 
 
 def out_dir(text):
     """A non-empty directory name (writability is checked by :func:`check_out` before work)."""
     if text.strip() == "":
-        raise argparse.ArgumentTypeError("expected a directory, got an empty string (use '.' "
-                                         "for the current directory)")
+        raise argparse.ArgumentTypeError(
+            "expected a directory, got an empty string (use '.' for the current directory)"
+        )
     return text
 
 
@@ -115,9 +127,11 @@ def check_out(args, parser, flag="--out"):
 
 
 #: the one rule for ``--threads`` of every study (``compare``, ``spectrum``, ``scale``)
-THREADS_HELP = ("Numba and BLAS threads, the same for every solver and cell, at most "
-                "NUMBA_NUM_THREADS (default: 1 in every study, which keeps timings steady on a "
-                "shared machine; pass more to use more cores)")
+THREADS_HELP = (
+    "Numba and BLAS threads, the same for every solver and cell, at most "
+    "NUMBA_NUM_THREADS (default: 1 in every study, which keeps timings steady on a "
+    "shared machine; pass more to use more cores)"
+)
 
 
 def add_run_arguments(p, *, out_default):
@@ -125,9 +139,17 @@ def add_run_arguments(p, *, out_default):
     from ksvd_bench._threads import DEFAULT_THREADS
 
     p.add_argument("--threads", type=thread_count, default=DEFAULT_THREADS, help=THREADS_HELP)
-    p.add_argument("--seed", type=nonnegative_int, default=0,
-                   help="root seed; per-run seeds are derived from it and recorded")
-    p.add_argument("--out", type=out_dir, default=out_default,
-                   help="directory for the JSON/CSV (and PNG) outputs, checked before any "
-                        "work (default: %(default)s)")
+    p.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        default=0,
+        help="root seed; per-run seeds are derived from it and recorded",
+    )
+    p.add_argument(
+        "--out",
+        type=out_dir,
+        default=out_default,
+        help="directory for the JSON/CSV (and PNG) outputs, checked before any "
+        "work (default: %(default)s)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")

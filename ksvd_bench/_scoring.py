@@ -39,9 +39,21 @@ from ksvd_bench.metrics import (
 from solvers import GAP_RTOL, frobenius_gap, probe_error
 from solvers._estimate import GAP_RTOL_FLOAT32  # not re-exported by solvers
 
-__all__ = ["Scorer", "STATUSES", "recording_warnings", "warning_fields", "reemit",
-           "exact_fro2", "gap_rtol", "estimates", "estimate_error", "solver_estimate",
-           "solver_kind", "choose_estimate", "answer_status"]
+__all__ = [
+    "Scorer",
+    "STATUSES",
+    "recording_warnings",
+    "warning_fields",
+    "reemit",
+    "exact_fro2",
+    "gap_rtol",
+    "estimates",
+    "estimate_error",
+    "solver_estimate",
+    "solver_kind",
+    "choose_estimate",
+    "answer_status",
+]
 
 #: The verdict of one answer (``status`` of the driver's history entries and result):
 #:
@@ -119,8 +131,9 @@ def exact_fro2(src):
     member = getattr(src, "frobenius_norm", None)
     if callable(member):
         value = member()  # None: the source cannot tell
-    if value is None and any(callable(getattr(src, m, None))
-                             for m in ("col_norms_sq", "row_norms_sq")):
+    if value is None and any(
+        callable(getattr(src, m, None)) for m in ("col_norms_sq", "row_norms_sq")
+    ):
         value = frobenius_norm(src)
     if value is None:
         return None
@@ -164,8 +177,9 @@ def estimates(U, GtU, G_Omega, fro2, rtol=GAP_RTOL):
     gap = math.nan
     if fro2:
         # ||G - Un Un^T G||_F^2 = fro2 - (2 ||Un^T G||^2 - <Un^T G, Un^T Un Un^T G>)
-        captured = (2.0 * float(np.einsum("ij,ij->", GtUn, GtUn))
-                    - float(np.sum((GtUn @ (Un.T @ Un)) * GtUn)))
+        captured = 2.0 * float(np.einsum("ij,ij->", GtUn, GtUn)) - float(
+            np.sum((GtUn @ (Un.T @ Un)) * GtUn)
+        )
         gap = frobenius_gap(fro2, min(max(captured, 0.0), fro2), rtol=rtol)
     return gap, probe_error(G_Omega, Un)
 
@@ -185,8 +199,7 @@ def choose_estimate(gap, solver, solver_kind, probe, safety):
     return probe, "probes", safety
 
 
-def estimate_error(G, approx, *, rank=None, fro2=None, n_probes=10, random_state=None,
-                   safety=2.0):
+def estimate_error(G, approx, *, rank=None, fro2=None, n_probes=10, random_state=None, safety=2.0):
     """Reference-free estimates of ``||G - U~ U~^T G||_F`` for one answer (one pass).
 
     Parameters
@@ -220,12 +233,17 @@ def estimate_error(G, approx, *, rank=None, fro2=None, n_probes=10, random_state
     GV, GtU, G_Omega = _fused_pass(G, U, V, Omega)
     gap, probe = estimates(U, GtU, G_Omega, fro2, gap_rtol(G))
     solver = solver_estimate(approx.info, rank=U.shape[1], n_triplets=len(approx.s))
-    estimate, kind, factor = choose_estimate(gap, solver, solver_kind(approx.info), probe,
-                                             safety)
-    return {"gap": gap, "probes": probe, "solver": solver, "estimate": estimate,
-            "kind": kind, "factor": factor,
-            "probe_norm_fro": float(np.linalg.norm(G_Omega) / math.sqrt(n_probes)),
-            "products": (GV, GtU)}
+    estimate, kind, factor = choose_estimate(gap, solver, solver_kind(approx.info), probe, safety)
+    return {
+        "gap": gap,
+        "probes": probe,
+        "solver": solver,
+        "estimate": estimate,
+        "kind": kind,
+        "factor": factor,
+        "probe_norm_fro": float(np.linalg.norm(G_Omega) / math.sqrt(n_probes)),
+        "products": (GV, GtU),
+    }
 
 
 def solver_estimate(info, *, rank=None, n_triplets=None):
@@ -252,10 +270,18 @@ def solver_kind(info):
 
 def _nan_measures():
     nan = float("nan")
-    return {"eta": nan, "lowrank": nan, "subspace": nan, "residual_estimate": nan,
-            "sv_error": nan, "triplet_residual": nan, "error_estimate": nan,
-            "relative_error_estimate": nan, "estimate_kind": None,
-            "solver_error_estimate": nan}
+    return {
+        "eta": nan,
+        "lowrank": nan,
+        "subspace": nan,
+        "residual_estimate": nan,
+        "sv_error": nan,
+        "triplet_residual": nan,
+        "error_estimate": nan,
+        "relative_error_estimate": nan,
+        "estimate_kind": None,
+        "solver_error_estimate": nan,
+    }
 
 
 def answer_status(*, fired, triplet_ok, reference_ok, reliable, stop):
@@ -315,8 +341,14 @@ class Scorer:
             self.fro2 = value if math.isfinite(value) and value > 0 else None
         if self.fro2 is None:
             return math.nan
-        return lowrank_error(self.res_src, self.reference, out, rank=self.rank,
-                             method="products", norm_fro=math.sqrt(self.fro2))
+        return lowrank_error(
+            self.res_src,
+            self.reference,
+            out,
+            rank=self.rank,
+            method="products",
+            norm_fro=math.sqrt(self.fro2),
+        )
 
     def _estimate(self, U, GtU, G_Omega, out):
         """``(absolute estimate, relative estimate, kind, stopping factor)``.
@@ -332,8 +364,9 @@ class Scorer:
             fro2 = self.fro2
         gap, probe = estimates(U, GtU, G_Omega, self.fro2, self.gap_rtol)
         solver = solver_estimate(out.info, rank=self.rank, n_triplets=len(out.s))
-        error, kind, factor = choose_estimate(gap, solver, solver_kind(out.info), probe,
-                                              self.safety)
+        error, kind, factor = choose_estimate(
+            gap, solver, solver_kind(out.info), probe, self.safety
+        )
         norm = math.sqrt(fro2) if math.isfinite(fro2) and fro2 > 0 else math.nan
         return error, error / norm, kind, factor
 
@@ -345,13 +378,15 @@ class Scorer:
     def _reference_measures(self, out, m):
         ref = self.reference
         m["sv_error"] = sv_error(ref, out, rank=self.rank)
-        m["eta"] = eta(ref, out, weights=self.weights, rank=self.rank,
-                       cluster_rtol=self.cluster_rtol)
+        m["eta"] = eta(
+            ref, out, weights=self.weights, rank=self.rank, cluster_rtol=self.cluster_rtol
+        )
         if "lowrank" in self.track:
             m["lowrank"] = self._lowrank(out)
         if "subspace" in self.track:
-            m["subspace"] = max(subspace_error(ref, out, rank=self.rank,
-                                               cluster_rtol=self.cluster_rtol))
+            m["subspace"] = max(
+                subspace_error(ref, out, rank=self.rank, cluster_rtol=self.cluster_rtol)
+            )
 
     def _stopping(self, m, factor):
         if self.stop == "reference":
@@ -366,26 +401,35 @@ class Scorer:
         ``status`` is one of :data:`STATUSES`; ``"converged"`` accepts the answer.
         """
         m = _nan_measures()
-        U = np.asarray(out.U, dtype=np.float64)[:, :self.rank]
-        V = np.asarray(out.V, dtype=np.float64)[:, :self.rank]
+        U = np.asarray(out.U, dtype=np.float64)[:, : self.rank]
+        V = np.asarray(out.V, dtype=np.float64)[:, : self.rank]
         self._read_solver_fro2(out.info)
         rng = np.random.default_rng(probe_seed)
         Omega = rng.standard_normal((V.shape[0], self.n_probes))
         GV, GtU, G_Omega = _fused_pass(self.res_src, U, V, Omega)
         ref = self.reference
-        m["triplet_residual"] = triplet_residual(self.res_src, out, rank=self.rank,
-                                                 reference=ref, products=(GV, GtU))
+        m["triplet_residual"] = triplet_residual(
+            self.res_src, out, rank=self.rank, reference=ref, products=(GV, GtU)
+        )
         error, relative, kind, factor = self._estimate(U, GtU, G_Omega, out)
-        m.update(error_estimate=error, relative_error_estimate=relative, estimate_kind=kind,
-                 solver_error_estimate=solver_estimate(out.info))
+        m.update(
+            error_estimate=error,
+            relative_error_estimate=relative,
+            estimate_kind=kind,
+            solver_error_estimate=solver_estimate(out.info),
+        )
         if ref is not None:
             self._reference_measures(out, m)
         if self.track_residual:
             # the scoring pass made G V~ and G^T U~ already when it saw every triplet
             whole = np.shape(out.U)[1] == U.shape[1]
             m["residual_estimate"] = residual_estimate(
-                self.res_src, out, weights=self.weights, cluster_rtol=self.cluster_rtol,
-                products=(GV, GtU) if whole else None)
+                self.res_src,
+                out,
+                weights=self.weights,
+                cluster_rtol=self.cluster_rtol,
+                products=(GV, GtU) if whole else None,
+            )
         m["value"] = m[self.metric]
         stopping = self._stopping(m, factor)
         if ref is not None:
@@ -396,9 +440,12 @@ class Scorer:
             ranking = relative
         reliable = accepted(out.info)
         # NaN compares False: a quantity that could not be computed never passes
-        reference_ok = ref is None or bool(m["value"] <= self.eps
-                                           and m["sv_error"] <= self.sv_tol)
-        status = answer_status(fired=bool(stopping <= self.eps),
-                               triplet_ok=bool(m["triplet_residual"] <= self.triplet_tol),
-                               reference_ok=reference_ok, reliable=reliable, stop=self.stop)
+        reference_ok = ref is None or bool(m["value"] <= self.eps and m["sv_error"] <= self.sv_tol)
+        status = answer_status(
+            fired=bool(stopping <= self.eps),
+            triplet_ok=bool(m["triplet_residual"] <= self.triplet_tol),
+            reference_ok=reference_ok,
+            reliable=reliable,
+            stop=self.stop,
+        )
         return m, stopping, ranking, status

@@ -12,8 +12,15 @@ import contextlib
 import os
 import warnings
 
-__all__ = ["DEFAULT_THREADS", "BLAS_SPIN", "max_threads", "check_threads", "solver_threads",
-           "openblas_spin", "quiet_blas_spin"]
+__all__ = [
+    "DEFAULT_THREADS",
+    "BLAS_SPIN",
+    "max_threads",
+    "check_threads",
+    "solver_threads",
+    "openblas_spin",
+    "quiet_blas_spin",
+]
 
 #: the default of every study (``compare``, ``spectrum``, ``scale``): one thread, the same for
 #: every solver. On a shared machine spinning BLAS/Numba threads make multi-threaded timings
@@ -63,8 +70,10 @@ def _spinning_blas():
     """Whether a pthreads build of OpenBLAS (whose idle workers spin) is loaded."""
     from threadpoolctl import threadpool_info
 
-    return any(i.get("internal_api") == "openblas" and i.get("threading_layer") == "pthreads"
-               for i in threadpool_info())
+    return any(
+        i.get("internal_api") == "openblas" and i.get("threading_layer") == "pthreads"
+        for i in threadpool_info()
+    )
 
 
 def max_threads():
@@ -84,8 +93,10 @@ def check_threads(threads, name="threads"):
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
         raise ValueError(f"{name} must be a positive int, got {threads!r}")
     if threads > max_threads():
-        raise ValueError(f"{name} must be at most {max_threads()} (Numba's thread pool, "
-                         f"NUMBA_NUM_THREADS), got {threads}")
+        raise ValueError(
+            f"{name} must be at most {max_threads()} (Numba's thread pool, "
+            f"NUMBA_NUM_THREADS), got {threads}"
+        )
     return int(threads)
 
 
@@ -106,10 +117,13 @@ def solver_threads(threads):
     if threads > 1 and spin > BLAS_SPIN and _spinning_blas():
         warnings.warn(
             f"OpenBLAS's idle workers spin for 2**{spin} clock ticks (about "
-            f"{2.0 ** spin / 2.5e9:.2g} s) after each threaded call, so at {threads} "
+            f"{2.0**spin / 2.5e9:.2g} s) after each threaded call, so at {threads} "
             f"threads the Numba passes that follow a solver's QRs share their cores with them "
             f"(measured: up to 2x slower); set OPENBLAS_THREAD_TIMEOUT={BLAS_SPIN} before "
-            f"Python starts (ksvd-bench does)", RuntimeWarning, stacklevel=3)
+            f"Python starts (ksvd-bench does)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     old = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:

@@ -44,9 +44,16 @@ def _subcommands():
     from ksvd_bench.race.scale import cli as scale_cli
     from ksvd_bench.race.suite import cli as suite_cli
 
-    return (compare_cli.add_compare, commands.add_spectrum, commands.add_residual_study,
-            scale_cli.add_parser, commands.add_sampling, _reproduce_cli.add_parser,
-            suite_cli.add_parser, roofline.add_parser)
+    return (
+        compare_cli.add_compare,
+        commands.add_spectrum,
+        commands.add_residual_study,
+        scale_cli.add_parser,
+        commands.add_sampling,
+        _reproduce_cli.add_parser,
+        suite_cli.add_parser,
+        roofline.add_parser,
+    )
 
 
 def build_parser():

@@ -59,9 +59,16 @@ def _all_triplets(source, r):
         # gesdd's divide and conquer can fail to converge where the slower QR iteration does not
         U, s, Vt = scipy.linalg.svd(G, full_matrices=False, lapack_driver="gesvd")
     U, V = fix_signs(U[:, :r].copy(), Vt[:r].T.copy())
-    info = dict(method="tsvd", backend="lapack", effort=r, n_matvec=0,
-                n_block_entries=int(G.size), n_products=0, n_passes=1.0,
-                seconds=time.perf_counter() - t0)
+    info = dict(
+        method="tsvd",
+        backend="lapack",
+        effort=r,
+        n_matvec=0,
+        n_block_entries=int(G.size),
+        n_products=0,
+        n_passes=1.0,
+        seconds=time.perf_counter() - t0,
+    )
     return SVDResult(U, s[:r], V, info)
 
 

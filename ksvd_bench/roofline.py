@@ -27,8 +27,18 @@ import time
 
 import numpy as np
 
-__all__ = ["PASSES", "blas_work", "blas_flops", "blas_ns_per_entry", "entry_rates",
-           "time_against_blas", "pass_operands", "roofline", "format_roofline", "add_parser"]
+__all__ = [
+    "PASSES",
+    "blas_work",
+    "blas_flops",
+    "blas_ns_per_entry",
+    "entry_rates",
+    "time_against_blas",
+    "pass_operands",
+    "roofline",
+    "format_roofline",
+    "add_parser",
+]
 
 #: the passes of a lazy source that the roofline measures, and their BLAS work
 PASSES = ("matmat", "rmatmat", "sketch")
@@ -68,8 +78,9 @@ def blas_flops(name, n, m, d, k):
     return 2.0 * n * m * (d + outputs * k)
 
 
-def blas_ns_per_entry(n, m, d, k, dtype="float64", *, name="matmat", repeats=3,
-                      max_entries=1 << 22, seed=0):
+def blas_ns_per_entry(
+    n, m, d, k, dtype="float64", *, name="matmat", repeats=3, max_entries=1 << 22, seed=0
+):
     """ns per kernel entry of BLAS doing the products of the pass ``name`` at this shape.
 
     Times :func:`blas_work` on Gaussian points, ``d`` features, ``k`` columns, in ``dtype``,
@@ -102,8 +113,11 @@ def entry_rates(seconds, entries, blas_ns=None):
     Values are None where they cannot be computed (no entries, no baseline).
     """
     ns = 1e9 * seconds / entries if entries else None
-    return {"ns_per_entry": ns, "blas_ns_per_entry": blas_ns,
-            "blas_ratio": None if ns is None or not blas_ns else ns / blas_ns}
+    return {
+        "ns_per_entry": ns,
+        "blas_ns_per_entry": blas_ns,
+        "blas_ratio": None if ns is None or not blas_ns else ns / blas_ns,
+    }
 
 
 def pass_operands(n, m, k, dtype, seed=0):
@@ -154,9 +168,14 @@ def time_against_blas(fns, repeats, settle=SETTLE_S):
         row = {}
         for key, (tp, tb) in (("", wall[name]), ("cpu_", cpu[name])):
             ratios = [p / max(b, 1e-9) for p, b in zip(tp, tb, strict=True)]
-            row.update({f"pass_{key}s": float(np.median(tp)),
-                        f"blas_{key}s": float(np.median(tb)),
-                        f"{key}ratio": float(np.median(ratios)), f"{key}ratios": ratios})
+            row.update(
+                {
+                    f"pass_{key}s": float(np.median(tp)),
+                    f"blas_{key}s": float(np.median(tb)),
+                    f"{key}ratio": float(np.median(ratios)),
+                    f"{key}ratios": ratios,
+                }
+            )
         out[name] = row
     return out
 
@@ -176,12 +195,12 @@ def _one_setting(n, m, d, k, dtype, threads, kernel, repeats, seed, settle):
     with solver_threads(threads):
         S = KernelSource.from_points(X, Z, kernel, gamma=gamma, dtype=dtype)
         fns = {
-            "matmat": (lambda: S.matmat(Omega),
-                       lambda: blas_work("matmat", Xd, Zd, Omega=Om_d)),
-            "rmatmat": (lambda: S.rmatmat(Psi),
-                        lambda: blas_work("rmatmat", Xd, Zd, Psi=Psi_d)),
-            "sketch": (lambda: S.sketch(Omega, Psi),
-                       lambda: blas_work("sketch", Xd, Zd, Omega=Om_d, Psi=Psi_d)),
+            "matmat": (lambda: S.matmat(Omega), lambda: blas_work("matmat", Xd, Zd, Omega=Om_d)),
+            "rmatmat": (lambda: S.rmatmat(Psi), lambda: blas_work("rmatmat", Xd, Zd, Psi=Psi_d)),
+            "sketch": (
+                lambda: S.sketch(Omega, Psi),
+                lambda: blas_work("sketch", Xd, Zd, Omega=Om_d, Psi=Psi_d),
+            ),
         }
         for pair in fns.values():  # warm-up: compile or cache load, first-touch page faults
             for fn in pair:
@@ -190,19 +209,35 @@ def _one_setting(n, m, d, k, dtype, threads, kernel, repeats, seed, settle):
     rows = []
     for name, t in timed.items():
         flops = blas_flops(name, n, m, d, k)
-        rows.append({
-            "dtype": np.dtype(dtype).name, "threads": threads, "pass": name, **t,
-            "pass_ns_per_entry": 1e9 * t["pass_s"] / (n * m),
-            "blas_ns_per_entry": 1e9 * t["blas_s"] / (n * m),
-            "blas_gflops": flops / t["blas_s"] / 1e9,
-            "pass_cpu_ns_per_entry": 1e9 * t["pass_cpu_s"] / (n * m),
-            "blas_cpu_ns_per_entry": 1e9 * t["blas_cpu_s"] / (n * m),
-        })
+        rows.append(
+            {
+                "dtype": np.dtype(dtype).name,
+                "threads": threads,
+                "pass": name,
+                **t,
+                "pass_ns_per_entry": 1e9 * t["pass_s"] / (n * m),
+                "blas_ns_per_entry": 1e9 * t["blas_s"] / (n * m),
+                "blas_gflops": flops / t["blas_s"] / 1e9,
+                "pass_cpu_ns_per_entry": 1e9 * t["pass_cpu_s"] / (n * m),
+                "blas_cpu_ns_per_entry": 1e9 * t["blas_cpu_s"] / (n * m),
+            }
+        )
     return rows
 
 
-def roofline(n=4000, m=None, d=64, k=40, *, dtypes=("float32", "float64"), threads=None,
-             kernel="rbf", repeats=5, seed=0, settle=SETTLE_S):
+def roofline(
+    n=4000,
+    m=None,
+    d=64,
+    k=40,
+    *,
+    dtypes=("float32", "float64"),
+    threads=None,
+    kernel="rbf",
+    repeats=5,
+    seed=0,
+    settle=SETTLE_S,
+):
     """Measure every pass of :data:`PASSES` against its BLAS work (see the module docstring).
 
     Parameters
@@ -257,33 +292,50 @@ def roofline(n=4000, m=None, d=64, k=40, *, dtypes=("float32", "float64"), threa
     machine = machine_info()
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     machine["load_1min"] = [None if v is None else round(v, 2) for v in (load0, load1)]
-    return {"shape": {"n": n, "m": m, "d": d, "k": k, "kernel": kernel, "repeats": repeats,
-                      "settle_s": settle},
-            "rows": rows, "machine": machine}
+    return {
+        "shape": {
+            "n": n,
+            "m": m,
+            "d": d,
+            "k": k,
+            "kernel": kernel,
+            "repeats": repeats,
+            "settle_s": settle,
+        },
+        "rows": rows,
+        "machine": machine,
+    }
 
 
 def format_roofline(result):
     """The terminal table of :func:`roofline`: BLAS rates, then each pass's ratio."""
     sh = result["shape"]
     mc = result["machine"]
-    lines = [f"roofline: {sh['kernel']} kernel, N = {sh['n']}, M = {sh['m']}, d = {sh['d']}, "
-             f"{sh['k']} columns (sketch: {sh['k']} + {sh['k']}), median of {sh['repeats']} "
-             f"interleaved rounds, {sh.get('settle_s', 0)} s idle before each timed call",
-             f"machine: {mc.get('processor')}, {mc.get('cpu_count')} CPUs, numpy "
-             f"{mc.get('numpy')}, numba {mc.get('numba')}, BLAS "
-             + ", ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture')})"
-                         for b in mc.get("blas", []))
-             + f"; OPENBLAS_THREAD_TIMEOUT {mc.get('openblas_thread_timeout') or 'unset (28)'}"
-             + f"; 1-minute load {mc['load_1min'][0]} before, {mc['load_1min'][1]} after",
-             "", "wall: elapsed time; CPU: this process's CPU time, all threads (steadier on "
-             "a shared machine); ratio: median over the rounds of pass / BLAS",
-             f"{'dtype':8s} {'threads':>7s} {'pass':8s} {'pass ns/entry':>14s} "
-             f"{'BLAS ns/entry':>14s} {'BLAS GFLOP/s':>13s} {'wall ratio':>11s} "
-             f"{'CPU ratio':>10s}"]
+    lines = [
+        f"roofline: {sh['kernel']} kernel, N = {sh['n']}, M = {sh['m']}, d = {sh['d']}, "
+        f"{sh['k']} columns (sketch: {sh['k']} + {sh['k']}), median of {sh['repeats']} "
+        f"interleaved rounds, {sh.get('settle_s', 0)} s idle before each timed call",
+        f"machine: {mc.get('processor')}, {mc.get('cpu_count')} CPUs, numpy "
+        f"{mc.get('numpy')}, numba {mc.get('numba')}, BLAS "
+        + ", ".join(
+            f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture')})"
+            for b in mc.get("blas", [])
+        )
+        + f"; OPENBLAS_THREAD_TIMEOUT {mc.get('openblas_thread_timeout') or 'unset (28)'}"
+        + f"; 1-minute load {mc['load_1min'][0]} before, {mc['load_1min'][1]} after",
+        "",
+        "wall: elapsed time; CPU: this process's CPU time, all threads (steadier on "
+        "a shared machine); ratio: median over the rounds of pass / BLAS",
+        f"{'dtype':8s} {'threads':>7s} {'pass':8s} {'pass ns/entry':>14s} "
+        f"{'BLAS ns/entry':>14s} {'BLAS GFLOP/s':>13s} {'wall ratio':>11s} "
+        f"{'CPU ratio':>10s}",
+    ]
     for r in result["rows"]:
-        lines.append(f"{r['dtype']:8s} {r['threads']:7d} {r['pass']:8s} "
-                     f"{r['pass_ns_per_entry']:14.2f} {r['blas_ns_per_entry']:14.2f} "
-                     f"{r['blas_gflops']:13.1f} {r['ratio']:10.2f}x {r['cpu_ratio']:9.2f}x")
+        lines.append(
+            f"{r['dtype']:8s} {r['threads']:7d} {r['pass']:8s} "
+            f"{r['pass_ns_per_entry']:14.2f} {r['blas_ns_per_entry']:14.2f} "
+            f"{r['blas_gflops']:13.1f} {r['ratio']:10.2f}x {r['cpu_ratio']:9.2f}x"
+        )
     return "\n".join(lines)
 
 
@@ -293,32 +345,62 @@ def add_parser(subparsers):
     from ksvd_bench._cliargs import int_list, nonnegative_float, out_dir, positive_int
 
     p = subparsers.add_parser(
-        "roofline", help="the fused passes timed against this machine's BLAS",
+        "roofline",
+        help="the fused passes timed against this machine's BLAS",
         description=(
             "Time matmat, rmatmat and sketch of a lazy point source against numpy's BLAS "
             "doing the pass's products (X Z^T, then times Omega and/or Psi; exp left out) at "
             "the same shape, dtype and thread count, in interleaved rounds of one run; print "
             "the BLAS rates, ns per kernel entry, the pass/BLAS ratios and the machine's "
-            "record, and write roofline.json under --out."))
+            "record, and write roofline.json under --out."
+        ),
+    )
     p.add_argument("--n", type=positive_int, default=4000, help="N = M (default: %(default)s)")
     p.add_argument("--dim", type=positive_int, default=64, help="d (default: %(default)s)")
-    p.add_argument("--cols", type=positive_int, default=40,
-                   help="columns of Omega and of Psi (default: %(default)s)")
-    p.add_argument("--kernel", choices=("rbf", "sne", "t", "linear", "poly"), default="rbf",
-                   help="the source's kernel (default: %(default)s)")
-    p.add_argument("--dtypes", default="float32,float64",
-                   type=lambda s: tuple(x.strip() for x in s.split(",")),
-                   help="comma-separated among float32, float64 (default: both)")
-    p.add_argument("--threads", type=int_list, default=None,
-                   help="comma-separated thread counts (default: 1 and NUMBA_NUM_THREADS)")
-    p.add_argument("--repeats", type=positive_int, default=5,
-                   help="interleaved rounds; medians are reported (default: %(default)s)")
+    p.add_argument(
+        "--cols",
+        type=positive_int,
+        default=40,
+        help="columns of Omega and of Psi (default: %(default)s)",
+    )
+    p.add_argument(
+        "--kernel",
+        choices=("rbf", "sne", "t", "linear", "poly"),
+        default="rbf",
+        help="the source's kernel (default: %(default)s)",
+    )
+    p.add_argument(
+        "--dtypes",
+        default="float32,float64",
+        type=lambda s: tuple(x.strip() for x in s.split(",")),
+        help="comma-separated among float32, float64 (default: both)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int_list,
+        default=None,
+        help="comma-separated thread counts (default: 1 and NUMBA_NUM_THREADS)",
+    )
+    p.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=5,
+        help="interleaved rounds; medians are reported (default: %(default)s)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the points (default: 0)")
-    p.add_argument("--settle", type=nonnegative_float, default=SETTLE_S,
-                   help="idle seconds before each timed call, so that one call's idle BLAS "
-                        "and Numba threads do not slow the next (default: %(default)s)")
-    p.add_argument("--out", type=out_dir, default="results/roofline",
-                   help="directory for roofline.json (default: %(default)s)")
+    p.add_argument(
+        "--settle",
+        type=nonnegative_float,
+        default=SETTLE_S,
+        help="idle seconds before each timed call, so that one call's idle BLAS "
+        "and Numba threads do not slow the next (default: %(default)s)",
+    )
+    p.add_argument(
+        "--out",
+        type=out_dir,
+        default="results/roofline",
+        help="directory for roofline.json (default: %(default)s)",
+    )
     p.set_defaults(func=run, check=check, parser=p)
     return p
 
@@ -343,9 +425,17 @@ def run(args):
     from ksvd_bench._cliargs import print_result
     from ksvd_bench.report import write_json
 
-    result = roofline(args.n, d=args.dim, k=args.cols, dtypes=args.dtypes,
-                      threads=args.threads, kernel=args.kernel, repeats=args.repeats,
-                      seed=args.seed, settle=args.settle)
+    result = roofline(
+        args.n,
+        d=args.dim,
+        k=args.cols,
+        dtypes=args.dtypes,
+        threads=args.threads,
+        kernel=args.kernel,
+        repeats=args.repeats,
+        seed=args.seed,
+        settle=args.settle,
+    )
     result["command"] = getattr(args, "command_line", None)
     path = Path(args.out) / "roofline.json"
     write_json(path, result)

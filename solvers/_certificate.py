@@ -258,8 +258,7 @@ def probe_scale(n_probes, n_bounds=2, failure=POWER_FAILURE):
     return float((n_bounds / failure) ** (1.0 / n_probes) * np.sqrt(2 / np.pi))
 
 
-def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
-                      n_probes=N_PROBES):
+def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None, n_probes=N_PROBES):
     """Everything ``n_passes`` products with ``G`` tell about the answer ``(U, V)``.
 
     Block power iteration on the deflated ``D = (I - U U^T) G (I - V V^T)`` from ``n_extra``
@@ -303,17 +302,29 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
 
     X = _orth_against(V, rng.standard_normal((M, b)))
     Y = _orth_against(U, rng.standard_normal((N, b))) if two_sided else None
-    out = {"lower": np.zeros(k), "deflated": 0.0, "residual": np.nan,
-           "rayleigh": np.full(r, np.nan), "deflated_upper": np.inf, "upper_kind": None,
-           "width": int(b), "probes": int(q), "passes": 0, "two_sided": bool(two_sided)}
+    out = {
+        "lower": np.zeros(k),
+        "deflated": 0.0,
+        "residual": np.nan,
+        "rayleigh": np.full(r, np.nan),
+        "deflated_upper": np.inf,
+        "upper_kind": None,
+        "width": int(b),
+        "probes": int(q),
+        "passes": 0,
+        "two_sided": bool(two_sided),
+    }
     GV = GtU = None
     right = True
     for _ in range(n_passes):
         if two_sided:
-            A, B = src.sketch(np.hstack([V, X, probes(V, X, M)]),
-                              np.hstack([U, Y, probes(U, Y, N)]))
-            sides = [(np.asarray(A, np.float64), U, X.shape[1], False),
-                     (np.asarray(B, np.float64), V, Y.shape[1], True)]
+            A, B = src.sketch(
+                np.hstack([V, X, probes(V, X, M)]), np.hstack([U, Y, probes(U, Y, N)])
+            )
+            sides = [
+                (np.asarray(A, np.float64), U, X.shape[1], False),
+                (np.asarray(B, np.float64), V, Y.shape[1], True),
+            ]
         else:
             basis, other = (V, U) if right else (U, V)
             block = np.hstack([basis, X, probes(basis, X, basis.shape[0])])
@@ -321,8 +332,9 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
             sides = [(P, other, X.shape[1], not right)]
         out["passes"] += 1
         if not all(np.all(np.isfinite(P)) for P, _, _, _ in sides):  # unknown, never 0
-            out.update(lower=np.full(k, np.nan), deflated=np.nan, residual=np.nan,
-                       deflated_upper=np.nan)
+            out.update(
+                lower=np.full(k, np.nan), deflated=np.nan, residual=np.nan, deflated_upper=np.nan
+            )
             return out
         last = []  # per side: (||D X||, D X, D P, scale of the product) for the upper bounds
         for P, other, w, transposed in sides:
@@ -371,10 +383,13 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None,
         if fro2 is not None and fro2 > 0:
             # in units of ||G||_F: the squares of the products' entries stay representable
             unit = np.sqrt(fro2)
-            fro_D2 = (1 - np.sum((GtU / unit) ** 2) - np.sum((E21 / unit) ** 2)
-                      + (N + M + 10 * (r + b)) * eps)
-            split = unit * np.sqrt(max((top / unit) ** 2 + fro_D2 - np.sum((DX / unit) ** 2),
-                                       0.0))
+            fro_D2 = (
+                1
+                - np.sum((GtU / unit) ** 2)
+                - np.sum((E21 / unit) ** 2)
+                + (N + M + 10 * (r + b)) * eps
+            )
+            split = unit * np.sqrt(max((top / unit) ** 2 + fro_D2 - np.sum((DX / unit) ** 2), 0.0))
             bounds.append((split, "frobenius"))
     upper, kind = min(bounds)
     if upper < out["deflated"] - slack:
@@ -465,8 +480,8 @@ def sampled_certificate(src, U, s, V, budget, rng):
     J_s = np.sort(rng.choice(M, n_c, replace=False))
     R = np.asarray(src.rows(I_s), dtype=np.float64)
     C = np.asarray(src.cols(J_s), dtype=np.float64)
-    right = _deflate(Qv, R.T).T        # rows of G (I - V V^T)
-    left = _deflate(Qu, C)             # columns of (I - U U^T) G
+    right = _deflate(Qv, R.T).T  # rows of G (I - V V^T)
+    left = _deflate(Qu, C)  # columns of (I - U U^T) G
     deflated = max(_top_sv(right), _top_sv(left))
     if not np.isfinite(deflated):
         deflated = np.nan
@@ -487,8 +502,7 @@ def sampled_certificate(src, U, s, V, budget, rng):
         "deflated": float(deflated),
         "fro_error": float(np.sqrt(max(fro2, 0.0))) if np.isfinite(fro2) else np.nan,
         "fro_error_se": float(np.sqrt(se2) / (2 * np.sqrt(fro2))) if fro2 > 0 else np.nan,
-        "catch_1pct": float(max(catch_probability(0.01, n_r, N),
-                                catch_probability(0.01, n_c, M))),
+        "catch_1pct": float(max(catch_probability(0.01, n_r, N), catch_probability(0.01, n_c, M))),
         "seconds": time.perf_counter() - t0,
     }
 
@@ -523,8 +537,7 @@ def _threshold(s, shape, dtype):
     return (1 + MISS_SLACK) * float(s[-1]) + max(shape) * np.finfo(dtype).eps * top
 
 
-def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advice="",
-          failed=None):
+def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advice="", failed=None):
     """``reliable`` from every bound at hand, with one ``RuntimeWarning`` saying why not.
 
     ``lower``: lower bounds on ``sigma_i(G)`` (inflation above ``CHECK_FACTOR`` times them,
@@ -553,8 +566,13 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
                 f"s_{i + 1} = {s[i]:.3g} is above {CHECK_FACTOR} times a lower bound "
                 f"{lower[i]:.3g} on sigma_{i + 1}(G) ({bad.size} of {s.size} values)"
             )
-        low = np.flatnonzero(~(lower <= (1 + MISS_SLACK) * s
-                               + max(shape) * np.finfo(dtype).eps * max(s.max(), lower.max())))
+        low = np.flatnonzero(
+            ~(
+                lower
+                <= (1 + MISS_SLACK) * s
+                + max(shape) * np.finfo(dtype).eps * max(s.max(), lower.max())
+            )
+        )
         if low.size:
             i = int(low[0])
             failed.append("values")
@@ -567,17 +585,24 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
         orth, pairing = bounds.get("orthonormality_error"), bounds.get("pairing_error")
         if orth is not None and not orth <= SUBSPACE_TOL:
             failed.append("vectors")
-            reasons.append(f"the vectors are not orthonormal (max(||U^T U - I||, ||V^T V - I||)"
-                           f" = {orth:.3g} > {SUBSPACE_TOL})")
+            reasons.append(
+                f"the vectors are not orthonormal (max(||U^T U - I||, ||V^T V - I||)"
+                f" = {orth:.3g} > {SUBSPACE_TOL})"
+            )
         if pairing is not None and not pairing <= VALUE_TOL:
             failed.append("vectors")
-            reasons.append(f"U^T G V is {pairing:.3g} s_1 away from diag(s) (> {VALUE_TOL}): "
-                           "the vectors and values do not form singular triplets")
+            reasons.append(
+                f"U^T G V is {pairing:.3g} s_1 away from diag(s) (> {VALUE_TOL}): "
+                "the vectors and values do not form singular triplets"
+            )
     theta = _threshold(s, shape, dtype) if s.size else 0.0
     for value, how in deflated:
         if not value <= theta:  # NaN: the check could not run
-            what = ("could not be computed (not finite)" if not np.isfinite(value)
-                    else f"is {value:.3g}, above (1 + {MISS_SLACK}) s_{s.size} = {theta:.3g}")
+            what = (
+                "could not be computed (not finite)"
+                if not np.isfinite(value)
+                else f"is {value:.3g}, above (1 + {MISS_SLACK}) s_{s.size} = {theta:.3g}"
+            )
             failed.append("missed")
             reasons.append(
                 f"the norm of G outside the answer's span ({how}) {what}: a top direction "
@@ -606,19 +631,22 @@ def _bound_reasons(r, b):
         return [f"the subspace and values are unknown: {b['why_unknown']}"]
     if not sin <= SUBSPACE_TOL:
         if gap > 0:
-            out.append(f"sin theta of the top-{r} subspaces is only bounded by {sin:.3g} > "
-                       f"{SUBSPACE_TOL} (residual {b['residual']:.3g} over the certified gap "
-                       f"{gap:.3g})")
+            out.append(
+                f"sin theta of the top-{r} subspaces is only bounded by {sin:.3g} > "
+                f"{SUBSPACE_TOL} (residual {b['residual']:.3g} over the certified gap "
+                f"{gap:.3g})"
+            )
         else:
             # no numbers (they are in info["certificate"]: gap, deflated_upper): the same
             # finding on many answers reads as one message
-            out.append(f"the top-{r} subspace is unknown: no positive gap between "
-                       f"sigma_{r}(G) and the norm of G outside the answer could be "
-                       f"certified (a cluster around s_{r}, or too few check passes to "
-                       "resolve it; the bounds are in info['certificate'])")
+            out.append(
+                f"the top-{r} subspace is unknown: no positive gap between "
+                f"sigma_{r}(G) and the norm of G outside the answer could be "
+                f"certified (a cluster around s_{r}, or too few check passes to "
+                "resolve it; the bounds are in info['certificate'])"
+            )
     if not err <= VALUE_TOL:
-        out.append(f"the values are only certified to within {err:.3g} sigma_1(G) "
-                   f"(> {VALUE_TOL})")
+        out.append(f"the values are only certified to within {err:.3g} sigma_1(G) (> {VALUE_TOL})")
     return out
 
 
@@ -666,41 +694,72 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
         pc = power_certificate(src, U, V, rank, n_passes, rng, width, fro2=known_fro2(src))
         lower, d, width = pc["lower"], pc["deflated"], pc["width"]
         passes = int(src.n_products - before)
-        deflated.append((d, f"{passes} product(s) of power iteration from {width} Gaussian "
-                            "starts"))
+        deflated.append((d, f"{passes} product(s) of power iteration from {width} Gaussian starts"))
         sin, err, gap = triplet_bounds(s, pc)
-        bounds = {"residual": float(pc["residual"]), "deflated_upper": pc["deflated_upper"],
-                  "upper_kind": pc["upper_kind"], "gap": gap, "sin_theta_bound": sin,
-                  "sv_error_bound": err}
+        bounds = {
+            "residual": float(pc["residual"]),
+            "deflated_upper": pc["deflated_upper"],
+            "upper_kind": pc["upper_kind"],
+            "gap": gap,
+            "sin_theta_bound": sin,
+            "sv_error_bound": err,
+        }
         if "triplet" in pc and all(np.all(np.isfinite(X)) for X in pc["triplet"]):
             orth, pairing = _triplet_errors(s, *pc["triplet"])
             bounds.update(orthonormality_error=orth, pairing_error=pairing)
         if not np.isfinite(gap):
             bounds["why_unknown"] = (
-                "a product was not finite" if np.isnan(d) else
-                f"{passes} pass(es) multiplied only one side (G V or G^T U), both are needed; "
-                "raise check_passes" if not np.isfinite(pc["residual"]) else
-                "no bound on the norm of G outside the answer")
-        cert.update(check_passes=passes, deflated=float(d), starts=int(width),
-                    miss_probability=power_miss_probability(2.0, passes, M - rank, width),
-                    **{k: v for k, v in bounds.items() if k != "why_unknown"})
+                "a product was not finite"
+                if np.isnan(d)
+                else f"{passes} pass(es) multiplied only one side (G V or G^T U), both are needed; "
+                "raise check_passes"
+                if not np.isfinite(pc["residual"])
+                else "no bound on the norm of G outside the answer"
+            )
+        cert.update(
+            check_passes=passes,
+            deflated=float(d),
+            starts=int(width),
+            miss_probability=power_miss_probability(2.0, passes, M - rank, width),
+            **{k: v for k, v in bounds.items() if k != "why_unknown"},
+        )
     pending = getattr(src, "setup_pending", None)
     if budget >= 1 and callable(pending) and pending():
         # Its first row would cost a whole pass over G, far over the budget: the check
         # cannot run, and a check that cannot run leaves the answer unverified (NaN below).
-        reason = (f"not run: reading any row or column of this source first runs its set-up "
-                  f"pass ({N * M} entries), over the certificate's budget of {int(budget)}")
+        reason = (
+            f"not run: reading any row or column of this source first runs its set-up "
+            f"pass ({N * M} entries), over the certificate's budget of {int(budget)}"
+        )
         cert["sampled"] = {"kind": "sampled", "skipped": reason, "budget": int(budget)}
-        deflated.append((np.nan, "the sampled certificate (" + reason + "; run the set-up "
-                                 "first, e.g. setup='eager', or raise check_passes)"))
+        deflated.append(
+            (
+                np.nan,
+                "the sampled certificate (" + reason + "; run the set-up "
+                "first, e.g. setup='eager', or raise check_passes)",
+            )
+        )
     elif budget >= 1:
         sampled = sampled_certificate(src, U, s, V, int(budget), rng)
-        deflated.append((sampled["deflated"], f"{sampled['rows']} random rows and "
-                                              f"{sampled['cols']} random columns"))
+        deflated.append(
+            (
+                sampled["deflated"],
+                f"{sampled['rows']} random rows and {sampled['cols']} random columns",
+            )
+        )
         cert["sampled"] = sampled
     cert["threshold"] = (1 + MISS_SLACK) * float(s[-1])
     failed = []
-    reliable = judge(method, s, (N, M), dtype, lower=lower, deflated=deflated, bounds=bounds,
-                     advice=advice, failed=failed)
+    reliable = judge(
+        method,
+        s,
+        (N, M),
+        dtype,
+        lower=lower,
+        deflated=deflated,
+        bounds=bounds,
+        advice=advice,
+        failed=failed,
+    )
     cert["failed"] = sorted(set(failed))
     return lower, reliable, cert

@@ -294,7 +294,7 @@ def leave_one_out_error(Y, G_Omega=None, *, n_blocks=1, factors=(), rank_deficie
             # R[:, others]^T (often empty: the other columns still span everything).
             others = np.delete(R, cols, axis=1)
             Uo, so, _ = np.linalg.svd(others, full_matrices=True)
-            Wi = Uo[:, int(np.sum(so > tol)):]
+            Wi = Uo[:, int(np.sum(so > tol)) :]
         removed = Wi.T @ QtX[:, i]
         total += float(outside[i]) + float(removed @ removed)
     return math.sqrt(total / idx.size)
@@ -356,8 +356,7 @@ def krylov_leave_one_out_error(R, C0, H):
         raise ValueError(f"R must have shape ({n}, {n}), got {R.shape}")
     H = np.asarray(H, dtype=np.float64)
     if H.ndim != 2 or H.shape[0] != n or H.shape[1] % s:
-        raise ValueError(f"H must have {n} rows and a multiple of s = {s} columns, got "
-                         f"{H.shape}")
+        raise ValueError(f"H must have {n} rows and a multiple of s = {s} columns, got {H.shape}")
     if not np.all(np.isfinite(H)):
         raise ValueError("H contains non-finite values")
     q = H.shape[1] // s
@@ -397,8 +396,7 @@ def krylov_leave_one_out_error(R, C0, H):
         perp = Up[:, sp_ > 1e-8 * sp_[0]] if sp_.size and sp_[0] > 0 else Up[:, :0]
         if perp.shape[1] == 0:
             continue
-        Wi = np.linalg.qr(solve_triangular(R, perp, trans="T", lower=False,
-                                           check_finite=False))[0]
+        Wi = np.linalg.qr(solve_triangular(R, perp, trans="T", lower=False, check_finite=False))[0]
         removed = Wi.T @ X[:, i]
         total += float(removed @ removed)
     return math.sqrt(total / idx.size)

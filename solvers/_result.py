@@ -65,8 +65,12 @@ class SVDResult:
         if self.rank > 5:
             head.append("...")
         parts = [f"U={self.U.shape}", f"s=[{', '.join(head)}]", f"V={self.V.shape}"]
-        for key, fmt in (("method", "{!r}"), ("effort", "{}"), ("n_passes", "{:.4g}"),
-                         ("seconds", "{:.3g}")):
+        for key, fmt in (
+            ("method", "{!r}"),
+            ("effort", "{}"),
+            ("n_passes", "{:.4g}"),
+            ("seconds", "{:.3g}"),
+        ):
             if key in self.info:
                 parts.append(f"{key}=" + fmt.format(self.info[key]))
         return f"SVDResult({', '.join(parts)})"
@@ -161,11 +165,22 @@ def _check_magnitude(method, s, reliable, extra):
 #: ``info`` entries (also inside ``info["certificate"]`` and its ``"sampled"`` part) that are
 #: magnitudes of ``G``; ``fro2`` is a squared one. Every other number in ``info`` is
 #: dimensionless (a sine, a relative error, a probability, a count, seconds).
-_MAGNITUDES = frozenset({
-    "lower_bounds", "s_nystrom", "block_singular_values", "error_estimate",
-    "inflation_estimate", "deflated", "deflated_upper", "gap", "residual", "threshold",
-    "fro_error", "fro_error_se",
-})
+_MAGNITUDES = frozenset(
+    {
+        "lower_bounds",
+        "s_nystrom",
+        "block_singular_values",
+        "error_estimate",
+        "inflation_estimate",
+        "deflated",
+        "deflated_upper",
+        "gap",
+        "residual",
+        "threshold",
+        "fro_error",
+        "fro_error_se",
+    }
+)
 _SQUARED_MAGNITUDES = frozenset({"fro2"})
 
 

@@ -429,4 +429,3 @@ def check_sample_size(rank, sizes):
     for name, size in sizes.items():
         if rank > size:
             raise ValueError(f"rank must be <= the sample size ({name} = {size}), got rank={rank}")
-

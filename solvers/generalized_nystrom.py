@@ -292,8 +292,9 @@ def generalized_nystrom(
     GX, GtY, one_pass = _two_sided_sketch(src, X, Y, dtype)
     # A tiny or huge lazy G (check_args rescales only concrete ones): the core's inverse
     # values would overflow, or its squares underflow.
-    unit = power_of_two_scale(max(float(np.max(np.abs(GX), initial=0.0)),
-                                  float(np.max(np.abs(GtY), initial=0.0))))
+    unit = power_of_two_scale(
+        max(float(np.max(np.abs(GX), initial=0.0)), float(np.max(np.abs(GtY), initial=0.0)))
+    )
     if unit != 1.0:
         GX, GtY = GX * unit, GtY * unit
 

@@ -75,7 +75,7 @@ def _krylov_basis(work, block_size, n_iter, rng, dtype, record=None):
     if record is not None:
         Hm = np.zeros((size, len(H) * block_size))
         for k, Hk in enumerate(H):
-            Hm[: Hk.shape[0], k * block_size:(k + 1) * block_size] = Hk[:, :block_size]
+            Hm[: Hk.shape[0], k * block_size : (k + 1) * block_size] = Hk[:, :block_size]
         C0 = np.zeros((size, block_size))
         C0[:block_size] = Q[:, :block_size].T @ Omega
         record.update(C0=C0, H=Hm)
@@ -178,8 +178,14 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, chec
     """
     t0 = time.perf_counter()
     chk = check_args(
-        "block_krylov", G, rank, random_state, _validate, n_oversamples=n_oversamples,
-        n_iter=n_iter, check_passes=check_passes,
+        "block_krylov",
+        G,
+        rank,
+        random_state,
+        _validate,
+        n_oversamples=n_oversamples,
+        n_iter=n_iter,
+        check_passes=check_passes,
     )
     opts, rank, src, dtype = chk.options, chk.rank, chk.source, chk.dtype
     work, block_size, transposed = _orient(src, rank, opts["n_oversamples"])
@@ -198,11 +204,23 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, chec
         B = np.asarray(work.rmatmat(Z), dtype=dtype).T  # Z^T A, one more pass
         Ub, s, Wt = linalg.svd(B, full_matrices=False, check_finite=False, lapack_driver="gesdd")
         U, V = Z @ Ub[:, :rank], Wt[:rank].T
-        loo = (lambda: krylov_leave_one_out_error(R, sketch["C0"], sketch["H"])) \
-            if block_size >= 2 else None
+        loo = (
+            (lambda: krylov_leave_one_out_error(R, sketch["C0"], sketch["H"]))
+            if block_size >= 2
+            else None
+        )
     estimate = error_estimate_info(src, s, rank, dtype, loo=loo, exact=filled)
-    checked = certify_answer("block_krylov", src, U, s[:rank], V, chk.rng, dtype,
-                             opts["check_passes"], transposed=transposed)
+    checked = certify_answer(
+        "block_krylov",
+        src,
+        U,
+        s[:rank],
+        V,
+        chk.rng,
+        dtype,
+        opts["check_passes"],
+        transposed=transposed,
+    )
     result: SVDResult = _finish_oriented(
         U,
         s[:rank],

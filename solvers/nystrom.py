@@ -48,13 +48,28 @@ __all__ = ["sym_nystrom", "asym_nystrom"]
 #: directions below it are what the sample cannot resolve from rounding; beyond the rank, the
 #: core also drops directions below the noise its rows show (see "Stable core" in
 #: asym_nystrom): inverting those only amplifies the residual of G outside the columns' span.
-STABLE_RCOND = {"d": float(np.sqrt(np.finfo(np.float64).eps)),
-                "f": float(np.sqrt(np.finfo(np.float32).eps))}
+STABLE_RCOND = {
+    "d": float(np.sqrt(np.finfo(np.float64).eps)),
+    "f": float(np.sqrt(np.finfo(np.float32).eps)),
+}
 
 #: info keys the solver computes itself (a sampler's own counts are already in them)
-_OWN_KEYS = frozenset({"method", "effort", "n_matvec", "n_block_entries", "n_products",
-                       "n_passes", "seconds", "reliable", "entries_read", "row_prob",
-                       "col_prob", "numerical_rank"})
+_OWN_KEYS = frozenset(
+    {
+        "method",
+        "effort",
+        "n_matvec",
+        "n_block_entries",
+        "n_products",
+        "n_passes",
+        "seconds",
+        "reliable",
+        "entries_read",
+        "row_prob",
+        "col_prob",
+        "numerical_rank",
+    }
+)
 
 _ADVICE = (
     "sample more rows/columns (n_samples, n_rows), try another sampling (norm, arp, "
@@ -321,17 +336,33 @@ def sym_nystrom(
     if s.size < rank:
         U, s, V = _pad_triplets(U, s, V, rank, rng, "A sampled Gram block")
     s_nys = np.pad(s_nys, (0, max(0, rank - s_nys.size)))[:rank]
-    lower, certified, cert = certify("sym_nystrom", src, U, s, V, rng, dtype,
-                                     opts["check_passes"], 0, _ADVICE)
+    lower, certified, cert = certify(
+        "sym_nystrom", src, U, s, V, rng, dtype, opts["check_passes"], 0, _ADVICE
+    )
     if not reliable:  # the raw values' own check found them inflated: evidence
         cert["failed"] = sorted(set(cert["failed"]) | {"values"})
     reliable = reliable and certified
-    extra = {"row_indices": ridx, "col_indices": None, "s_nystrom": s_nys.astype(dtype),
-             "lower_bounds": None if lower is None else lower.astype(dtype),
-             "check_passes": int(cert["check_passes"]), "certificate": cert}
+    extra = {
+        "row_indices": ridx,
+        "col_indices": None,
+        "s_nystrom": s_nys.astype(dtype),
+        "lower_bounds": None if lower is None else lower.astype(dtype),
+        "check_passes": int(cert["check_passes"]),
+        "certificate": cert,
+    }
     return _finish(
-        U, s, V, "sym_nystrom", src, t0, dtype, opts, {"n_samples": opts["n_samples"]}, extra,
-        kept, reliable,
+        U,
+        s,
+        V,
+        "sym_nystrom",
+        src,
+        t0,
+        dtype,
+        opts,
+        {"n_samples": opts["n_samples"]},
+        extra,
+        kept,
+        reliable,
     )
 
 
@@ -596,8 +627,7 @@ def asym_nystrom(
         C = sel.cols if sel.cols is not None else src.cols(cidx)
         R, C = np.asarray(R, dtype=dtype), np.asarray(C, dtype=dtype)
         if opts["core"] == "stable":
-            U, s, V, numerical_rank, certified, more = _stable_core(C, R, ridx, cidx, rank,
-                                                                    dtype)
+            U, s, V, numerical_rank, certified, more = _stable_core(C, R, ridx, cidx, rank, dtype)
         else:
             U, s, V, numerical_rank, more = _paper_core(C, R, sel, rank, opts, (N, M), dtype)
             certified = False
@@ -610,12 +640,24 @@ def asym_nystrom(
     own = int(src.n_block_entries) - (N * M if opts["sampling"] == "norm" else 0)
     lower, cert = None, {"check_passes": 0, "sampled": None}
     if reliable:
-        lower, reliable, cert = certify("asym_nystrom", src, U, s, V, rng, dtype,
-                                        opts["check_passes"], opts["certificate_budget"] * own,
-                                        _ADVICE)
+        lower, reliable, cert = certify(
+            "asym_nystrom",
+            src,
+            U,
+            s,
+            V,
+            rng,
+            dtype,
+            opts["check_passes"],
+            opts["certificate_budget"] * own,
+            _ADVICE,
+        )
     cert["certified_values"] = bool(certified)
-    extra.update(lower_bounds=None if lower is None else lower.astype(dtype),
-                 check_passes=int(cert["check_passes"]), certificate=cert)
+    extra.update(
+        lower_bounds=None if lower is None else lower.astype(dtype),
+        check_passes=int(cert["check_passes"]),
+        certificate=cert,
+    )
     sizes = {"n_rows": n, "n_samples": m}
     extra = {"row_indices": ridx, "col_indices": cidx, **extra}
     return _finish(
@@ -628,8 +670,12 @@ def _validate_asym(opts, rank, shape):
     N, M = shape
     budget = opts["certificate_budget"]
     budget = DEFAULT_BUDGET if budget is None else budget
-    if (not isinstance(budget, (int, float, np.integer, np.floating))
-            or isinstance(budget, bool) or not np.isfinite(budget) or budget < 0):
+    if (
+        not isinstance(budget, (int, float, np.integer, np.floating))
+        or isinstance(budget, bool)
+        or not np.isfinite(budget)
+        or budget < 0
+    ):
         raise ValueError(f"certificate_budget must be a finite number >= 0, got {budget!r}")
     opts["certificate_budget"] = float(budget)
     opts["sampling"] = check_choice("sampling", opts["sampling"], ASYM_SAMPLINGS)
@@ -649,8 +695,7 @@ def _validate_asym(opts, rank, shape):
     ridx, cidx = opts["row_indices"], opts["col_indices"]
     if opts["sampling"] == "rpcholesky" and (ridx is not None or cidx is not None):
         raise ValueError(
-            "sampling='rpcholesky' chooses its own pivots: row_indices and col_indices "
-            "must be None"
+            "sampling='rpcholesky' chooses its own pivots: row_indices and col_indices must be None"
         )
     if cidx is not None:
         cidx = check_indices("col_indices", cidx, M, "columns")
@@ -689,8 +734,7 @@ def _select(src, opts, rank, rng):
         from .sampling._basic import select_basic
 
         basic = sampling if sampling in ("uniform", "norm") else "uniform"
-        return select_basic(src, n, m, sampling=basic, rng=rng, row_indices=ridx,
-                            col_indices=cidx)
+        return select_basic(src, n, m, sampling=basic, rng=rng, row_indices=ridx, col_indices=cidx)
     from .sampling import select_rows_cols  # imported here: the package is optional
 
     before = _entries_read(src)
@@ -738,7 +782,7 @@ def _stable_core(C, R, ridx, cidx, rank, dtype):
     else:
         # The core in C's basis: W V_C = Q_C[I, :] diag(sc), with W's singular values.
         a, w, bt = linalg.svd(Qc[ridx] * sc)  # a: n x n, its last n - kw columns span
-        kw = _floor(w, max(n, kc), dtype)      # the rows' complement of range(W)
+        kw = _floor(w, max(n, kc), dtype)  # the rows' complement of range(W)
         AR = a[:, :kw].T @ R
         noise = _row_noise(R, a[:, kw:])
         # A sample that spans G (the rows show no residual beyond rounding) determines every
@@ -809,8 +853,11 @@ def _paper_core(C, R, sel, rank, opts, shape, dtype):
         E, F = C @ (bvt[:k].T / bs[:k]), R.T @ (bu[:, :k] / bs[:k])
         U, s, V = _orth_rank_r(E, F, bs[:k])
         U, s, V = U[:, :rank], s[:rank], V[:, :rank]
-        info = {"scale": float(np.sqrt((N * M) / (n * m))), "core_rank": int(k),
-                "block_singular_values": bs.astype(dtype)}
+        info = {
+            "scale": float(np.sqrt((N * M) / (n * m))),
+            "core_rank": int(k),
+            "block_singular_values": bs.astype(dtype),
+        }
         return U, s, V, kept, info
     # Raw extension: the importance-weighted block D_r W D_c (uniform: sqrt(NM/(nm)) W).
     dr = 1 / np.sqrt(_probabilities(sel, "row_prob", ridx.size, N))
@@ -822,8 +869,11 @@ def _paper_core(C, R, sel, rank, opts, shape, dtype):
     E = (C * dc) @ (bvt[:k].T / bs[:k])
     F = (R.T * dr) @ (bu[:, :k] / bs[:k])
     block = linalg.svd(W, compute_uv=False)
-    info = {"scale": float(np.sqrt((N * M) / (n * m))), "core_rank": int(k),
-            "block_singular_values": block.astype(dtype)}
+    info = {
+        "scale": float(np.sqrt((N * M) / (n * m))),
+        "core_rank": int(k),
+        "block_singular_values": block.astype(dtype),
+    }
     return _normalized(E), bs[:k], _normalized(F), kept, info
 
 

@@ -151,8 +151,12 @@ def certify_answer(method, src, U, s, V, rng, dtype, check_passes, *, transposed
     lower, reliable, cert = certify(method, src, Ug, s, Vg, rng, dtype, check_passes, 0, ADVICE)
     if not check_passes:  # the certificate is these methods' only check: none ran
         reliable = None
-    return {"reliable": reliable, "check_passes": int(cert["check_passes"]),
-            "lower_bounds": None if lower is None else lower.astype(dtype), "certificate": cert}
+    return {
+        "reliable": reliable,
+        "check_passes": int(cert["check_passes"]),
+        "lower_bounds": None if lower is None else lower.astype(dtype),
+        "certificate": cert,
+    }
 
 
 def randomized_range_finder(
@@ -306,7 +310,12 @@ def rsvd(
     work, size, transposed = _orient(src, rank, opts["n_oversamples"])
     sketch = {}
     Q = _range_finder(
-        work, size, opts["n_iter"], opts["power_iteration_normalizer"], chk.rng, dtype,
+        work,
+        size,
+        opts["n_iter"],
+        opts["power_iteration_normalizer"],
+        chk.rng,
+        dtype,
         record=sketch,
     )
     B = np.asarray(work.rmatmat(Q), dtype=dtype).T
@@ -315,15 +324,28 @@ def rsvd(
     V = Vt[:rank].T
     # seconds include the estimate: it is part of what the method returns
     estimate = error_estimate_info(
-        src, s, rank, dtype, exact=size == work.shape[0],
-        loo=lambda: leave_one_out_error(
-            sketch["Y"], sketch["G_Omega"], factors=sketch["factors"],
-            # un-normalised powers lose directions of G to rounding: no estimate then
-            rank_deficient="nan" if opts["power_iteration_normalizer"] == "none"
-            and opts["n_iter"] > 0 else "drop") if size >= 2 else math.nan,
+        src,
+        s,
+        rank,
+        dtype,
+        exact=size == work.shape[0],
+        loo=lambda: (
+            leave_one_out_error(
+                sketch["Y"],
+                sketch["G_Omega"],
+                factors=sketch["factors"],
+                # un-normalised powers lose directions of G to rounding: no estimate then
+                rank_deficient="nan"
+                if opts["power_iteration_normalizer"] == "none" and opts["n_iter"] > 0
+                else "drop",
+            )
+            if size >= 2
+            else math.nan
+        ),
     )
-    checked = certify_answer("rsvd", src, U, s[:rank], V, chk.rng, dtype,
-                             opts["check_passes"], transposed=transposed)
+    checked = certify_answer(
+        "rsvd", src, U, s[:rank], V, chk.rng, dtype, opts["check_passes"], transposed=transposed
+    )
     result: SVDResult = _finish_oriented(
         U,
         s[:rank],

@@ -224,8 +224,9 @@ def _solve(chk, rng):
 def _exact_from_source(exact_svd, chk):
     """Call the source's ``exact_svd`` and check what it returns."""
     opts = chk.options
-    res = exact_svd(chk.rank, random_state=chk.rng, tol=opts["tol"], maxiter=opts["maxiter"],
-                    ncv=opts["ncv"])
+    res = exact_svd(
+        chk.rank, random_state=chk.rng, tol=opts["tol"], maxiter=opts["maxiter"], ncv=opts["ncv"]
+    )
     U, s, V = (np.asarray(a) for a in res)
     N, M = chk.source.shape
     want = {"U": (N, chk.rank), "s": (chk.rank,), "V": (M, chk.rank)}
@@ -311,8 +312,16 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
     """
     t0 = time.perf_counter()
     chk = check_args(
-        "tsvd", G, rank, random_state, _validate, rescale=False, backend=backend, tol=tol,
-        maxiter=maxiter, ncv=ncv,
+        "tsvd",
+        G,
+        rank,
+        random_state,
+        _validate,
+        rescale=False,
+        backend=backend,
+        tol=tol,
+        maxiter=maxiter,
+        ncv=ncv,
     )
     opts, rank = chk.options, chk.rank
     kmin = min(chk.source.shape)
@@ -322,14 +331,27 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
     if exact_svd is not None:
         U, s, V, src_info = _exact_from_source(exact_svd, chk)
         result: SVDResult = finish(
-            U, s, V, method="tsvd", effort=ncv_used, tracker=chk.source, t0=t0,
-            dtype=chk.dtype, backend="arpack", tol=opts["tol"], ncv=ncv_used,
-            exact_path="source", source_info=src_info,
+            U,
+            s,
+            V,
+            method="tsvd",
+            effort=ncv_used,
+            tracker=chk.source,
+            t0=t0,
+            dtype=chk.dtype,
+            backend="arpack",
+            tol=opts["tol"],
+            ncv=ncv_used,
+            exact_path="source",
+            source_info=src_info,
         )
         # The products ran inside the source, past the tracker: report its own counts.
         n_products = int(src_info.get("n_passes", 0))
-        result.info.update(n_matvec=int(src_info.get("n_matvec", 0)), n_products=n_products,
-                           n_passes=float(n_products))
+        result.info.update(
+            n_matvec=int(src_info.get("n_matvec", 0)),
+            n_products=n_products,
+            n_passes=float(n_products),
+        )
         return result
 
     if rank == kmin:  # only PROPACK is allowed here (see _validate)

@@ -59,11 +59,20 @@ def run_test_in_subprocess(nodeid, rootdir, numba_threads, timeout=600):
     env = dict(os.environ, NUMBA_NUM_THREADS=str(numba_threads), **{_CHILD_FLAG: "1"})
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", nodeid],
-        cwd=rootdir, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        cwd=rootdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     out = proc.stdout + proc.stderr
     if proc.returncode != 0 or "1 passed" not in out:
-        pytest.fail(f"{nodeid} with NUMBA_NUM_THREADS={numba_threads} in a subprocess "
-                    f"(exit code {proc.returncode}):\n{out[-4000:]}", pytrace=False)
+        pytest.fail(
+            f"{nodeid} with NUMBA_NUM_THREADS={numba_threads} in a subprocess "
+            f"(exit code {proc.returncode}):\n{out[-4000:]}",
+            pytrace=False,
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -75,8 +84,10 @@ def pytest_pyfunc_call(pyfuncitem):
     if numba.config.NUMBA_NUM_THREADS >= needed:
         return None  # enough threads here: run in this process as usual
     if os.environ.get(_CHILD_FLAG):
-        pytest.fail(f"NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS} in the child process, "
-                    f"{needed} needed")
+        pytest.fail(
+            f"NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS} in the child process, "
+            f"{needed} needed"
+        )
     run_test_in_subprocess(pyfuncitem.nodeid, pyfuncitem.config.rootpath, needed)
     return True
 

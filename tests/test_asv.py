@@ -25,23 +25,29 @@ def _run(args, tmp_path):
     # asv looks for ~/.asv-machine.json; keep the user's home untouched.
     env["HOME"] = str(tmp_path)
     return subprocess.run(
-        [sys.executable, "-m", "asv", *args], cwd=ROOT, env=env, capture_output=True,
-        text=True, timeout=240, check=False)
+        [sys.executable, "-m", "asv", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
 
 
 def test_config_is_usable_offline():
     text = CONFIG.read_text()
     # asv.conf.json allows // comments; strip them before parsing as plain JSON.
-    conf = json.loads("\n".join(line for line in text.splitlines()
-                                if not line.lstrip().startswith("//")))
+    conf = json.loads(
+        "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+    )
     assert conf["benchmark_dir"] == "benchmarks"
     assert conf["environment_type"] == "existing"
     assert (ROOT / conf["benchmark_dir"] / "__init__.py").exists()
 
 
 def test_asv_check_passes(tmp_path):
-    proc = _run(["check", "--config", str(CONFIG), "-E", f"existing:{sys.executable}"],
-                tmp_path)
+    proc = _run(["check", "--config", str(CONFIG), "-E", f"existing:{sys.executable}"], tmp_path)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "No problems found" in out, out
@@ -54,9 +60,15 @@ def _discover(tmp_path, full=False):
     env = {k: v for k, v in os.environ.items() if k != "KSVD_BENCH_ASV_FULL"}
     if full:
         env["KSVD_BENCH_ASV_FULL"] = "1"
-    proc = subprocess.run([sys.executable, str(runner), "discover", str(ROOT / "benchmarks"),
-                           str(result)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=240, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(runner), "discover", str(ROOT / "benchmarks"), str(result)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return {b["name"]: b["params"] for b in json.loads(result.read_text())}
 

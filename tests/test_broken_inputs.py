@@ -45,12 +45,13 @@ BAD_FILES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "fmt", "change", "defect"), BAD_FILES,
-                         ids=[case[0] for case in BAD_FILES])
+@pytest.mark.parametrize(
+    ("name", "fmt", "change", "defect"), BAD_FILES, ids=[case[0] for case in BAD_FILES]
+)
 def test_sparse_file_with_broken_indices_is_refused(tmp_path, name, fmt, change, defect):
     data, indices, indptr = _csr_arrays()
     arrays = {"data": data, "indices": indices.copy(), "indptr": indptr.copy()}
-    (key, (where, value)), = change.items()
+    ((key, (where, value)),) = change.items()
     arrays[key][where] = value
     path = _save(tmp_path / f"{name}.npz", fmt, [6, 6], **arrays)
     with pytest.raises(DatasetError, match=defect) as info:
@@ -63,25 +64,93 @@ def test_sparse_file_with_broken_indices_is_refused(tmp_path, name, fmt, change,
 def test_other_broken_sparse_files_are_refused(tmp_path):
     data, indices, indptr = _csr_arrays()
     cases = [
-        (_save(tmp_path / "short-indptr.npz", "csr", [6, 6], data=data, indices=indices,
-               indptr=indptr[:-1]), "indptr has length 6, expected 7"),
-        (_save(tmp_path / "float-indices.npz", "csr", [6, 6], data=data,
-               indices=indices.astype(float), indptr=indptr), "indices should be a 1-d integer"),
-        (_save(tmp_path / "lengths.npz", "csr", [6, 6], data=data[:-1], indices=indices,
-               indptr=indptr), r"indices \(12\) and data \(11\) differ"),
-        (_save(tmp_path / "coo.npz", "coo", [3, 3], data=np.ones(2), row=np.array([0, 7]),
-               col=np.array([0, 1])), r"COO sparse matrix: row indices outside \[0, 3\)"),
-        (_save(tmp_path / "coo-neg.npz", "coo", [3, 3], data=np.ones(2), row=np.array([0, 1]),
-               col=np.array([-2, 1])), r"col indices outside .*smallest -2"),
-        (_save(tmp_path / "bsr.npz", "bsr", [4, 4], data=np.ones((2, 2, 2)),
-               indices=np.array([0, 5]), indptr=np.array([0, 1, 2])),
-         r"BSR sparse matrix: block column indices outside \[0, 2\)"),
-        (_save(tmp_path / "bsr-tiles.npz", "bsr", [5, 4], data=np.ones((2, 2, 2)),
-               indices=np.array([0, 1]), indptr=np.array([0, 1, 2])), "do not tile"),
-        (_save(tmp_path / "dia.npz", "dia", [6, 6], data=data, indices=indices, indptr=indptr),
-         "format 'dia'"),
-        (_save(tmp_path / "shape.npz", "csr", [6, -6], data=data, indices=indices,
-               indptr=indptr), "invalid shape"),
+        (
+            _save(
+                tmp_path / "short-indptr.npz",
+                "csr",
+                [6, 6],
+                data=data,
+                indices=indices,
+                indptr=indptr[:-1],
+            ),
+            "indptr has length 6, expected 7",
+        ),
+        (
+            _save(
+                tmp_path / "float-indices.npz",
+                "csr",
+                [6, 6],
+                data=data,
+                indices=indices.astype(float),
+                indptr=indptr,
+            ),
+            "indices should be a 1-d integer",
+        ),
+        (
+            _save(
+                tmp_path / "lengths.npz",
+                "csr",
+                [6, 6],
+                data=data[:-1],
+                indices=indices,
+                indptr=indptr,
+            ),
+            r"indices \(12\) and data \(11\) differ",
+        ),
+        (
+            _save(
+                tmp_path / "coo.npz",
+                "coo",
+                [3, 3],
+                data=np.ones(2),
+                row=np.array([0, 7]),
+                col=np.array([0, 1]),
+            ),
+            r"COO sparse matrix: row indices outside \[0, 3\)",
+        ),
+        (
+            _save(
+                tmp_path / "coo-neg.npz",
+                "coo",
+                [3, 3],
+                data=np.ones(2),
+                row=np.array([0, 1]),
+                col=np.array([-2, 1]),
+            ),
+            r"col indices outside .*smallest -2",
+        ),
+        (
+            _save(
+                tmp_path / "bsr.npz",
+                "bsr",
+                [4, 4],
+                data=np.ones((2, 2, 2)),
+                indices=np.array([0, 5]),
+                indptr=np.array([0, 1, 2]),
+            ),
+            r"BSR sparse matrix: block column indices outside \[0, 2\)",
+        ),
+        (
+            _save(
+                tmp_path / "bsr-tiles.npz",
+                "bsr",
+                [5, 4],
+                data=np.ones((2, 2, 2)),
+                indices=np.array([0, 1]),
+                indptr=np.array([0, 1, 2]),
+            ),
+            "do not tile",
+        ),
+        (
+            _save(tmp_path / "dia.npz", "dia", [6, 6], data=data, indices=indices, indptr=indptr),
+            "format 'dia'",
+        ),
+        (
+            _save(
+                tmp_path / "shape.npz", "csr", [6, -6], data=data, indices=indices, indptr=indptr
+            ),
+            "invalid shape",
+        ),
     ]
     for path, defect in cases:
         with pytest.raises(DatasetError, match=defect) as info:
@@ -94,8 +163,9 @@ def test_sound_sparse_files_of_every_format_read_as_canonical_csr(tmp_path, fmt)
     rng = np.random.default_rng(1)
     A = rng.normal(size=(6, 8)) * (rng.random((6, 8)) < 0.4)
     path = tmp_path / f"ok-{fmt}.npz"
-    sp.save_npz(path, sp.csr_matrix(A).asformat(fmt) if fmt != "bsr" else
-                sp.bsr_matrix(A, blocksize=(2, 2)))
+    sp.save_npz(
+        path, sp.csr_matrix(A).asformat(fmt) if fmt != "bsr" else sp.bsr_matrix(A, blocksize=(2, 2))
+    )
     M = read_user_matrix(path, problem="p")
     assert sp.isspmatrix_csr(M) and M.dtype == np.float64 and M.has_canonical_format
     np.testing.assert_array_equal(M.toarray(), A)
@@ -103,27 +173,42 @@ def test_sound_sparse_files_of_every_format_read_as_canonical_csr(tmp_path, fmt)
 
 def test_duplicates_and_unsorted_indices_are_summed_as_scipy_reads_them(tmp_path):
     # row 0: entries (0, 2) twice and (0, 0) after it; row 1: (1, 1)
-    data, indices, indptr = np.array([1.0, 2.0, 4.0, 8.0]), np.array([2, 2, 0, 1]), np.array(
-        [0, 3, 4])
+    data, indices, indptr = (
+        np.array([1.0, 2.0, 4.0, 8.0]),
+        np.array([2, 2, 0, 1]),
+        np.array([0, 3, 4]),
+    )
     path = _save(tmp_path / "dups.npz", "csr", [2, 3], data=data, indices=indices, indptr=indptr)
     M = read_user_matrix(path, problem="p")
     assert M.has_canonical_format and M.nnz == 3
     np.testing.assert_array_equal(M.toarray(), [[4.0, 0.0, 3.0], [0.0, 8.0, 0.0]])
-    coo = _save(tmp_path / "dups-coo.npz", "coo", [2, 3], data=data, row=np.array([0, 0, 0, 1]),
-                col=indices)
+    coo = _save(
+        tmp_path / "dups-coo.npz", "coo", [2, 3], data=data, row=np.array([0, 0, 0, 1]), col=indices
+    )
     np.testing.assert_array_equal(read_user_matrix(coo, problem="p").toarray(), M.toarray())
 
 
 def test_problem_from_file_and_cli_refuse_a_broken_sparse_file(tmp_path, capsys):
     data, indices, indptr = _csr_arrays()
     indices[0] = 10**6
-    path = _save(tmp_path / "bad_indices.npz", "csr", [6, 6], data=data, indices=indices,
-                 indptr=indptr)
+    path = _save(
+        tmp_path / "bad_indices.npz", "csr", [6, 6], data=data, indices=indices, indptr=indptr
+    )
     with pytest.raises(DatasetError, match="column indices outside"):
         problem_from_file(path, kind="data")
     with pytest.raises(SystemExit) as exc:
-        main(["compare", "--data", str(path), "--rank", "2", "--out", str(tmp_path / "out"),
-              "--no-progress"])
+        main(
+            [
+                "compare",
+                "--data",
+                str(path),
+                "--rank",
+                "2",
+                "--out",
+                str(tmp_path / "out"),
+                "--no-progress",
+            ]
+        )
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert str(path) in err and "column indices outside [0, 6)" in err
@@ -196,13 +281,15 @@ def test_check_data_ignores_entries_past_indptr_as_scipy_does():
 # ------------------------------------------------------------------------------ CSV files
 
 
-@pytest.mark.parametrize(("text", "cell"), [("1,abc,3\n4,5,6\n7,8,9\n", "'abc'"),
-                                            ("1,,3\n4,5,6\n7,8,9\n", "''")])
+@pytest.mark.parametrize(
+    ("text", "cell"), [("1,abc,3\n4,5,6\n7,8,9\n", "'abc'"), ("1,,3\n4,5,6\n7,8,9\n", "''")]
+)
 def test_csv_first_line_mixing_numbers_and_text_is_refused(tmp_path, text, cell):
     path = tmp_path / "mixed.csv"
     path.write_text(text)
-    with pytest.raises(DatasetError, match=f"line 1, column 2: {cell} is not a real number"
-                       ) as info:
+    with pytest.raises(
+        DatasetError, match=f"line 1, column 2: {cell} is not a real number"
+    ) as info:
         read_user_matrix(path, problem="mine")
     assert str(path) in str(info.value)
 
@@ -222,6 +309,9 @@ def test_csv_errors_name_the_line_of_the_file(tmp_path):
     with pytest.raises(DatasetError, match="line 4, column 2: 'oops' is not a real number"):
         read_user_matrix(path, problem="p")
     path.write_text("x,y\n1,2\n\n3\n")
-    with pytest.raises(DatasetError, match=r"line 4 has 1 fields, line 2 \(the first data row\)"
-                                           r" has 2"):
+    with pytest.raises(
+        DatasetError,
+        match=r"line 4 has 1 fields, line 2 \(the first data row\)"
+        r" has 2",
+    ):
         read_user_matrix(path, problem="p")

@@ -36,12 +36,15 @@ from ksvd_bench.report.html import problem_id
 
 _NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 CHROMIUM = os.environ.get("KSVD_BENCH_CHROMIUM") or next(
-    (shutil.which(n) for n in _NAMES if shutil.which(n)), None)
+    (shutil.which(n) for n in _NAMES if shutil.which(n)), None
+)
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
     reason="no Chromium binary found (looked for KSVD_BENCH_CHROMIUM, then "
-           + ", ".join(_NAMES) + " on PATH); install Debian's chromium to run this test")
+    + ", ".join(_NAMES)
+    + " on PATH); install Debian's chromium to run this test",
+)
 
 #: a page's DOM, figure boxes (document coordinates) and size, read inside the browser
 _PROBE = """JSON.stringify({
@@ -78,24 +81,48 @@ class Browser:
         self.log_path = os.path.join(profile_dir, "chromium.log")
         self.log = open(self.log_path, "wb")  # noqa: SIM115 (closed in close())
         self.proc = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-quic", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--disable-extensions", "--hide-scrollbars", "--mute-audio",
-             "--disable-dev-shm-usage",
-             f"--user-data-dir={profile_dir}", "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log,
-            preexec_fn=child_fds, pass_fds=(3, 4))
+            [
+                binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-quic",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-extensions",
+                "--hide-scrollbars",
+                "--mute-audio",
+                "--disable-dev-shm-usage",
+                f"--user-data-dir={profile_dir}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,
+            preexec_fn=child_fds,
+            pass_fds=(3, 4),
+        )
         os.close(hi_r)
         os.close(hi_w)
         self.out, self.inp = to_child_w, from_child_r
         self.buf, self.next_id, self.events = b"", 0, []
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target,
-                                 flatten=True)["sessionId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)[
+            "sessionId"
+        ]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable", session=True)
-        self.call("Emulation.setDeviceMetricsOverride", session=True, width=1280,
-                  height=900, deviceScaleFactor=1, mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=1280,
+            height=900,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def _read_message(self, deadline):
         while b"\0" not in self.buf:
@@ -139,12 +166,24 @@ class Browser:
         self.events.clear()
         self.call("Page.navigate", session=True, url=url)
         self.wait_for("Page.loadEventFired")
-        probe = json.loads(self.call("Runtime.evaluate", session=True, expression=_PROBE,
-                                     returnByValue=True)["result"]["value"])
-        shot = self.call("Page.captureScreenshot", session=True, format="png",
-                         captureBeyondViewport=True,
-                         clip={"x": 0, "y": 0, "width": probe["width"],
-                               "height": min(probe["height"], 30000), "scale": 1})
+        probe = json.loads(
+            self.call("Runtime.evaluate", session=True, expression=_PROBE, returnByValue=True)[
+                "result"
+            ]["value"]
+        )
+        shot = self.call(
+            "Page.captureScreenshot",
+            session=True,
+            format="png",
+            captureBeyondViewport=True,
+            clip={
+                "x": 0,
+                "y": 0,
+                "width": probe["width"],
+                "height": min(probe["height"], 30000),
+                "scale": 1,
+            },
+        )
         from PIL import Image
 
         image = np.asarray(Image.open(io.BytesIO(base64.b64decode(shot["data"]))).convert("RGB"))
@@ -155,8 +194,12 @@ class Browser:
         for e in self.events:
             method, p = e.get("method"), e.get("params", {})
             if method == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                errors.append("console." + p["type"] + ": " + " ".join(
-                    str(a.get("value", a.get("description"))) for a in p.get("args", [])))
+                errors.append(
+                    "console."
+                    + p["type"]
+                    + ": "
+                    + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+                )
             elif method == "Runtime.exceptionThrown":
                 errors.append("exception: " + p["exceptionDetails"].get("text", ""))
             elif method == "Log.entryAdded" and p["entry"].get("level") == "error":
@@ -201,8 +244,12 @@ def browser(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    path = write_report(tmp_path_factory.mktemp("page"), rows=sample_rows(),
-                        meta=sample_meta(), records=sample_records())
+    path = write_report(
+        tmp_path_factory.mktemp("page"),
+        rows=sample_rows(),
+        meta=sample_meta(),
+        records=sample_records(),
+    )
     return path
 
 
@@ -236,9 +283,11 @@ def test_the_checks_can_fail(browser, tmp_path):
     Image.new("RGB", (400, 200), "white").save(buf, format="png")
     blank = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
     page = tmp_path / "control.html"
-    page.write_text(f"<!DOCTYPE html><html><head><link rel='icon' href='data:,'></head><body>"
-                    f"<img src='{blank}' alt='blank'><img src='missing.png' alt='gone'>"
-                    "<script>console.error('boom')</script></body></html>")
+    page.write_text(
+        f"<!DOCTYPE html><html><head><link rel='icon' href='data:,'></head><body>"
+        f"<img src='{blank}' alt='blank'><img src='missing.png' alt='gone'>"
+        "<script>console.error('boom')</script></body></html>"
+    )
     probe, image, errors, urls = browser.load(page.as_uri())
     assert any("boom" in e for e in errors)
     assert any(e.startswith("load failed") for e in errors)

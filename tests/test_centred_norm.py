@@ -21,14 +21,15 @@ def _points(offset, n=90, m=70, d=5, seed=3):
     rng = np.random.default_rng(seed)
     R = np.linalg.qr(rng.standard_normal((d, d)))[0]
     scale = np.logspace(0, -1, d)
-    return (offset + (rng.standard_normal((n, d)) * scale) @ R,
-            offset + (rng.standard_normal((m, d)) * scale) @ R)
+    return (
+        offset + (rng.standard_normal((n, d)) * scale) @ R,
+        offset + (rng.standard_normal((m, d)) * scale) @ R,
+    )
 
 
 def _source(X, Z, kernel, center, dtype=np.float64, **kw):
     gamma = None if kernel in ("linear", "poly") else 1.5
-    return KernelSource.from_points(X, Z, kernel, gamma=gamma, center=center, dtype=dtype,
-                                    **kw)
+    return KernelSource.from_points(X, Z, kernel, gamma=gamma, center=center, dtype=dtype, **kw)
 
 
 def _true_norm(X, Z, kernel, center):
@@ -100,8 +101,7 @@ def test_a_zero_norm_is_never_known():
     # the driver: a zero matrix never converges under the estimate stop (0 / 0 is NaN)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = solve_to_tolerance(np.zeros((30, 20)), 2, "rsvd", 0.1, random_state=0,
-                                 max_effort=5)
+        out = solve_to_tolerance(np.zeros((30, 20)), 2, "rsvd", 0.1, random_state=0, max_effort=5)
     assert not out.converged and math.isnan(out.relative_error_estimate)
     with pytest.raises(ValueError, match="norm_fro"):
         solve_to_tolerance(np.eye(5), 2, "rsvd", 0.1, norm_fro=0.0)
@@ -139,8 +139,11 @@ def test_reproducer_never_converges_falsely(method, cap):
 
 def _sweep_problems():
     """Centred kernels near and far from the origin, float64 and float32."""
-    for kernel, offset, dtype in (("linear", 1e3, np.float64), ("sne", 0.0, np.float64),
-                                  ("linear", 1e2, np.float32)):
+    for kernel, offset, dtype in (
+        ("linear", 1e3, np.float64),
+        ("sne", 0.0, np.float64),
+        ("linear", 1e2, np.float32),
+    ):
         X, Z = _points(offset, 100, 80, 6, seed=5)
         yield kernel, offset, dtype, X, Z
 
@@ -173,8 +176,9 @@ def test_distributed_source_measures_the_centred_norm_on_the_cluster():
     local = _source(X, Z, "rbf", True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the cluster's own start-up notices
-        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                           dashboard_address=":0")
+        cluster = distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
         client = distributed.Client(cluster)
     try:
         src = _source(X, Z, "rbf", True, client=client)

@@ -17,8 +17,14 @@ def test_orth_against_is_orthonormal_and_spans_the_deflated_part(scale):
     n = 3000
     Q = _q(n, 7, 1)
     tiny = rng.standard_normal((n, 1)) * 1e-9  # below drop = 1e-6 of the largest: dropped
-    X = scale * np.hstack([rng.standard_normal((n, 4)), Q[:, :2] @ rng.standard_normal((2, 3)),
-                           1e-3 * rng.standard_normal((n, 1)), tiny])
+    X = scale * np.hstack(
+        [
+            rng.standard_normal((n, 4)),
+            Q[:, :2] @ rng.standard_normal((2, 3)),
+            1e-3 * rng.standard_normal((n, 1)),
+            tiny,
+        ]
+    )
     B = _orth_against(Q, X)
     assert B.shape == (n, 5)  # 4 random + the 1e-3 one; the 3 inside span(Q) and 1e-9 go
     assert np.abs(B.T @ B - np.eye(5)).max() < 1e-13

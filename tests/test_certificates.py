@@ -62,8 +62,7 @@ def test_power_iteration_finds_a_missed_direction():
     # 0.824 sqrt(196) / 6.5 > 1); three make it (0.824 sqrt(196) / 6.5^3)^5 < 1e-6.
     idx = np.arange(1, 40)
     assert power_miss_probability(5.0 / 0.77, 3, M - 4) < 1e-6
-    res, msg = solve(G, 4, row_indices=idx, col_indices=idx, certificate_budget=0,
-                     check_passes=3)
+    res, msg = solve(G, 4, row_indices=idx, col_indices=idx, certificate_budget=0, check_passes=3)
     np.testing.assert_allclose(res.s, [1.0, 0.9, 0.8, 0.7])
     assert not res.info["reliable"] and "a top direction is missing" in msg
     cert = res.info["certificate"]
@@ -92,8 +91,16 @@ def test_the_stated_failure_probability_holds():
     U = np.eye(50)[:, :k]
     for passes in (1, 2, 3):
         misses = sum(
-            power_certificate(solvers._source.as_source(G), U, V, k, passes,
-                              np.random.default_rng(seed), n_extra=1)["deflated"] <= theta
+            power_certificate(
+                solvers._source.as_source(G),
+                U,
+                V,
+                k,
+                passes,
+                np.random.default_rng(seed),
+                n_extra=1,
+            )["deflated"]
+            <= theta
             for seed in range(200)
         )
         bound = power_miss_probability(t / theta, passes, M - k, width=1)
@@ -133,8 +140,7 @@ def test_coherent_problem_is_right_or_unreliable_and_near_its_best_projection():
     the m sampled columns with the rows' noise over all M columns; see "The noise on the
     columns' scale" in asym_nystrom. Now within 4x (measured 2.0-2.8x over seeds 0-4; the
     oblique projection of these uniform rows allows about 10x)."""
-    G = make_kernel_problem(1200, 1000, rank=20, decay="polynomial", coherence=0.9,
-                            random_state=0)
+    G = make_kernel_problem(1200, 1000, rank=20, decay="polynomial", coherence=0.9, random_state=0)
     U, s, Vt = np.linalg.svd(G)
     r = 5
     for seed in range(3):
@@ -202,8 +208,10 @@ def test_sampled_certificate_against_numpy_on_a_lazy_source(rare):
     for k in (r, 14):  # the exact answer, and one that misses 6 directions
         Uk, sk, Vk = U[:, :k], s[:k], Vt[:k].T
         true = np.linalg.norm(G - (Uk * sk) @ Vk.T)
-        defl = max(np.linalg.svd(G - Uk @ (Uk.T @ G), compute_uv=False)[0],
-                   np.linalg.svd(G - (G @ Vk) @ Vk.T, compute_uv=False)[0])
+        defl = max(
+            np.linalg.svd(G - Uk @ (Uk.T @ G), compute_uv=False)[0],
+            np.linalg.svd(G - (G @ Vk) @ Vk.T, compute_uv=False)[0],
+        )
         c = sampled_certificate(src, Uk, sk, Vk, 2 * 300 * 1500, np.random.default_rng(1))
         assert c["rows"] == c["cols"] == 300
         assert c["deflated"] <= defl * (1 + 1e-9)
@@ -216,8 +224,7 @@ def test_sampled_certificate_against_numpy_on_a_lazy_source(rare):
 def test_check_passes_zero_uses_the_sampled_certificate(rare):
     P, G, (U, s, Vt) = rare
     src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma)  # set-up pass already run
-    res, msg = solve(src, 20, n_samples=80, sampling="rpcholesky", check_passes=0,
-                     random_state=0)
+    res, msg = solve(src, 20, n_samples=80, sampling="rpcholesky", check_passes=0, random_state=0)
     cert = res.info["certificate"]
     assert cert["check_passes"] == 0 and res.info["n_products"] == 0
     sampled = cert["sampled"]
@@ -232,8 +239,7 @@ def test_sampled_certificate_that_would_run_the_set_up_pass_is_skipped_and_unver
     the certificate's budget: it does not run, says why, and the answer is not vouched for."""
     P, G, _ = rare
     src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma, setup="lazy")
-    res, msg = solve(src, 20, n_samples=80, sampling="rpcholesky", check_passes=0,
-                     random_state=0)
+    res, msg = solve(src, 20, n_samples=80, sampling="rpcholesky", check_passes=0, random_state=0)
     assert src.setup_pending()  # the set-up pass never ran
     sampled = res.info["certificate"]["sampled"]
     assert "set-up pass" in sampled["skipped"]

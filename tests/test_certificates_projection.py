@@ -47,8 +47,9 @@ def rare(seed=0, n=240):
 
 
 def coherent(seed=0):
-    return make_kernel_problem(240, 200, rank=20, decay="polynomial", coherence=0.9,
-                               random_state=seed)
+    return make_kernel_problem(
+        240, 200, rank=20, decay="polynomial", coherence=0.9, random_state=seed
+    )
 
 
 def far_centred(seed=0, n=240):
@@ -70,10 +71,10 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("problem, r, method, little, enough", CASES,
-                         ids=[f"{c[0].__name__}-{c[2]}" for c in CASES])
-def test_too_little_effort_is_flagged_and_enough_is_certified(problem, r, method, little,
-                                                              enough):
+@pytest.mark.parametrize(
+    "problem, r, method, little, enough", CASES, ids=[f"{c[0].__name__}-{c[2]}" for c in CASES]
+)
+def test_too_little_effort_is_flagged_and_enough_is_certified(problem, r, method, little, enough):
     G = problem()
     bad, msg = run(G, r, method, random_state=0, **little)
     sv, sin = score(G, bad, r)
@@ -94,10 +95,12 @@ def test_too_little_effort_is_flagged_and_enough_is_certified(problem, r, method
 def test_a_wrong_answer_over_seeds_is_never_reliable(method):
     """The rare-cluster family at low effort: some answers miss the rare clusters, some do
     not; every wrong one is flagged."""
-    opts = {"rsvd": {"n_oversamples": 0, "n_iter": 0},
-            "block_krylov": {"n_oversamples": 0, "n_iter": 0},
-            "sym_nystrom": {"n_samples": 16},
-            "asym_nystrom": {"n_samples": 16}}[method]
+    opts = {
+        "rsvd": {"n_oversamples": 0, "n_iter": 0},
+        "block_krylov": {"n_oversamples": 0, "n_iter": 0},
+        "sym_nystrom": {"n_samples": 16},
+        "asym_nystrom": {"n_samples": 16},
+    }[method]
     wrong = 0
     for seed in range(4):
         G = rare(seed, n=160)
@@ -121,18 +124,27 @@ def test_the_bounds_hold_against_numpy():
         src = as_source(G)
         U0, s0, Vt0 = np.linalg.svd(G, full_matrices=False)
         for p, q in ((0, 0), (2, 0), (10, 1), (10, 4)):
-            res = solvers.rsvd(G, r, n_oversamples=p, n_iter=q, random_state=p + q,
-                               check_passes=0)
+            res = solvers.rsvd(G, r, n_oversamples=p, n_iter=q, random_state=p + q, check_passes=0)
             for passes in (1, 2):
-                cert = power_certificate(src, res.U, res.V, r, passes,
-                                         np.random.default_rng(passes), r + 15,
-                                         fro2=float(np.sum(G**2)))
+                cert = power_certificate(
+                    src,
+                    res.U,
+                    res.V,
+                    r,
+                    passes,
+                    np.random.default_rng(passes),
+                    r + 15,
+                    fro2=float(np.sum(G**2)),
+                )
                 D = G - res.U @ (res.U.T @ G)
                 D = D - (D @ res.V) @ res.V.T
                 d_true = np.linalg.norm(D, 2)
                 assert np.all(cert["lower"] <= s0[:r] * (1 + 1e-10))
-                assert cert["deflated"] <= d_true * (1 + 1e-10) <= cert["deflated_upper"] \
-                    * (1 + 1e-10) + 1e-12
+                assert (
+                    cert["deflated"]
+                    <= d_true * (1 + 1e-10)
+                    <= cert["deflated_upper"] * (1 + 1e-10) + 1e-12
+                )
                 sin, err, _ = triplet_bounds(res.s, cert)
                 sv, sth = score(G, res, r)
                 assert sth <= sin * (1 + 1e-9) + 1e-12 and sv <= err * (1 + 1e-9) + 1e-12

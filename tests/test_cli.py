@@ -14,8 +14,10 @@ from ksvd_bench.race import compare as compare_module
 from ksvd_bench.race.spectrum import _draw_spectrum, format_spectrum, run_spectrum
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["compare", "--help"], ["spectrum", "--help"],
-                                  ["residual-study", "--help"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["compare", "--help"], ["spectrum", "--help"], ["residual-study", "--help"]],
+)
 def test_help_exits_cleanly(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -23,8 +25,16 @@ def test_help_exits_cleanly(argv, capsys):
     out = capsys.readouterr().out
     assert "usage: ksvd-bench" in out
     if argv[0] == "compare":
-        for option in ("--dataset", "--eps", "--measures", "--seeds", "--no-center", "--out",
-                       "--wide", "--planted-rank"):
+        for option in (
+            "--dataset",
+            "--eps",
+            "--measures",
+            "--seeds",
+            "--no-center",
+            "--out",
+            "--wide",
+            "--planted-rank",
+        ):
             assert option in out
 
 
@@ -72,22 +82,43 @@ def test_compare_defaults_match_the_issue():
         (["compare", "--out", ""], "--out", "empty string"),
         (["compare", "--seed", "-1"], "--seed", ">= 0"),
         (["compare", "--max-effort", "0"], "--max-effort", "positive integer"),
-        (["compare", "--size", "100", "80"], "--size",
-         "the only dataset is one of synthetic, rare-clusters"),
-        (["compare", "--dataset", "rare-clusters", "--size", "10", "30"], "--size",
-         "each be >= its 20 clusters"),
-        (["compare", "--dataset", "rare-clusters", "--size", "100", "80", "--rank", "90"],
-         "--rank", "at most min(N, M) = 80"),
-        (["compare", "--dataset", "rare-clusters", "--rank", "7000"], "--rank",
-         "at most min(N, M) = 6000"),
-        (["compare", "--dataset", "synthetic", "cora", "--noise", "0.1"], "--noise",
-         "the only dataset"),
+        (
+            ["compare", "--size", "100", "80"],
+            "--size",
+            "the only dataset is one of synthetic, rare-clusters",
+        ),
+        (
+            ["compare", "--dataset", "rare-clusters", "--size", "10", "30"],
+            "--size",
+            "each be >= its 20 clusters",
+        ),
+        (
+            ["compare", "--dataset", "rare-clusters", "--size", "100", "80", "--rank", "90"],
+            "--rank",
+            "at most min(N, M) = 80",
+        ),
+        (
+            ["compare", "--dataset", "rare-clusters", "--rank", "7000"],
+            "--rank",
+            "at most min(N, M) = 6000",
+        ),
+        (
+            ["compare", "--dataset", "synthetic", "cora", "--noise", "0.1"],
+            "--noise",
+            "the only dataset",
+        ),
         (["compare", "--dataset", "synthetic", "--coherence", "2"], "--coherence", "[0, 1]"),
         (["compare", "--dataset", "synthetic", "--noise", "-1"], "--noise", ">= 0"),
-        (["compare", "--dataset", "synthetic", "--size", "20", "20", "--rank", "30"], "--rank",
-         "at most min(N, M) = 20"),
-        (["compare", "--dataset", "synthetic", "--size", "20", "20", "--planted-rank", "50"],
-         "--planted-rank", "at most min(N, M) = 20"),
+        (
+            ["compare", "--dataset", "synthetic", "--size", "20", "20", "--rank", "30"],
+            "--rank",
+            "at most min(N, M) = 20",
+        ),
+        (
+            ["compare", "--dataset", "synthetic", "--size", "20", "20", "--planted-rank", "50"],
+            "--planted-rank",
+            "at most min(N, M) = 20",
+        ),
         (["compare", "--rank", "5000"], "--rank", "2708"),
         (["spectrum", "--threads", "64"], "--threads", "at most"),
         (["spectrum", "--factors", "0"], "--factors", "positive number"),
@@ -95,13 +126,17 @@ def test_compare_defaults_match_the_issue():
         (["residual-study", "--kernel", "t"], "--kernel", "invalid choice"),
         (["compare", "--weights", "lowrank"], "--weights", "use --measures lowrank"),
         (["spectrum", "--weights", "lowrank"], "--weights", "--measure lowrank"),
-        (["compare", "--readme-table", "no-such-record.json"], "--readme-table",
-         "not a readable compare record"),
+        (
+            ["compare", "--readme-table", "no-such-record.json"],
+            "--readme-table",
+            "not a readable compare record",
+        ),
         (["bogus"], "command", "invalid choice"),
     ],
 )
-def test_bad_arguments_exit_with_a_message_naming_the_flag(argv, flag, message, capsys,
-                                                            monkeypatch, tmp_path):
+def test_bad_arguments_exit_with_a_message_naming_the_flag(
+    argv, flag, message, capsys, monkeypatch, tmp_path
+):
     if max_threads() >= 64 and "64" in argv:
         argv = [a if a != "64" else str(max_threads() + 1) for a in argv]
     monkeypatch.chdir(tmp_path)  # a valid default --out must not litter the repository
@@ -120,9 +155,11 @@ def test_bad_out_is_reported_before_any_work(tmp_path, capsys, monkeypatch):
         raise AssertionError("the race started before --out was checked")
 
     monkeypatch.setattr(compare_module, "run_compare", no_work)
-    for argv in (["compare", "--out", str(blocker / "results")],
-                 ["spectrum", "--out", str(blocker)],
-                 ["residual-study", "--out", str(blocker / "x")]):
+    for argv in (
+        ["compare", "--out", str(blocker / "results")],
+        ["spectrum", "--out", str(blocker)],
+        ["residual-study", "--out", str(blocker / "x")],
+    ):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == 2
@@ -131,11 +168,40 @@ def test_bad_out_is_reported_before_any_work(tmp_path, capsys, monkeypatch):
 
 def test_tiny_compare_run(tmp_path, capsys):
     out = tmp_path / "res"
-    code = main(["compare", "--dataset", "synthetic", "--size", "90", "70", "--rank", "3",
-                 "--eps", "0.1", "--measures", "uniform", "lowrank", "--seeds", "2",
-                 "--max-effort", "30", "--out", str(out), "--no-progress", "--threads", "1",
-                 "--methods", "tsvd", "rsvd", "asym_nystrom", "asym_nystrom_norm", "--table",
-                 "--record", str(tmp_path / "kept" / "race.json")])
+    code = main(
+        [
+            "compare",
+            "--dataset",
+            "synthetic",
+            "--size",
+            "90",
+            "70",
+            "--rank",
+            "3",
+            "--eps",
+            "0.1",
+            "--measures",
+            "uniform",
+            "lowrank",
+            "--seeds",
+            "2",
+            "--max-effort",
+            "30",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--threads",
+            "1",
+            "--methods",
+            "tsvd",
+            "rsvd",
+            "asym_nystrom",
+            "asym_nystrom_norm",
+            "--table",
+            "--record",
+            str(tmp_path / "kept" / "race.json"),
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert "synthetic 90x70" in text and "eps=0.1" in text
@@ -162,9 +228,32 @@ def test_tiny_compare_run(tmp_path, capsys):
 
 def test_rank_one_on_a_small_synthetic_problem(tmp_path, capsys):
     """``--rank 1 --size 10 10`` plants min(max(1, 20), 10) triplets instead of failing."""
-    code = main(["compare", "--dataset", "synthetic", "--size", "12", "10", "--rank", "1",
-                 "--eps", "0.1", "--measures", "uniform", "--seeds", "1", "--methods", "tsvd",
-                 "rsvd", "--no-residual", "--out", str(tmp_path), "--no-progress", "--table"])
+    code = main(
+        [
+            "compare",
+            "--dataset",
+            "synthetic",
+            "--size",
+            "12",
+            "10",
+            "--rank",
+            "1",
+            "--eps",
+            "0.1",
+            "--measures",
+            "uniform",
+            "--seeds",
+            "1",
+            "--methods",
+            "tsvd",
+            "rsvd",
+            "--no-residual",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+            "--table",
+        ]
+    )
     assert code == 0
     assert "r=1" in capsys.readouterr().out
     payload = json.loads((tmp_path / "compare.json").read_text())
@@ -176,9 +265,31 @@ def test_compare_ends_with_the_headline(tmp_path, capsys):
     # issue 19 section 5: no table unless asked; the headline last, then the page's path;
     # one line per distinct warning message on stderr, none of Python's own warning lines
     out = tmp_path / "res"
-    code = main(["compare", "--dataset", "synthetic", "--size", "60", "50", "--rank", "8",
-                 "--planted-rank", "4", "--seeds", "2", "--methods", "rsvd", "asym_nystrom",
-                 "sym_nystrom", "--max-effort", "12", "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "compare",
+            "--dataset",
+            "synthetic",
+            "--size",
+            "60",
+            "50",
+            "--rank",
+            "8",
+            "--planted-rank",
+            "4",
+            "--seeds",
+            "2",
+            "--methods",
+            "rsvd",
+            "asym_nystrom",
+            "sym_nystrom",
+            "--max-effort",
+            "12",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     captured = capsys.readouterr()
     lines = captured.out.rstrip("\n").splitlines()
@@ -199,17 +310,58 @@ def test_compare_ends_with_the_headline(tmp_path, capsys):
 
 
 def test_wide_table(tmp_path, capsys):
-    main(["compare", "--dataset", "synthetic", "--size", "60", "50", "--rank", "2", "--eps",
-          "0.1", "--measures", "uniform", "--seeds", "1", "--methods", "rsvd", "--wide",
-          "--out", str(tmp_path), "--no-progress"])
+    main(
+        [
+            "compare",
+            "--dataset",
+            "synthetic",
+            "--size",
+            "60",
+            "50",
+            "--rank",
+            "2",
+            "--eps",
+            "0.1",
+            "--measures",
+            "uniform",
+            "--seeds",
+            "1",
+            "--methods",
+            "rsvd",
+            "--wide",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
     text = capsys.readouterr().out
     assert "resid est" in text and "paper s" in text
 
 
 def test_progress_bar_shows_no_eta_or_rate(tmp_path, capsys):
-    main(["compare", "--dataset", "synthetic", "--size", "60", "50", "--rank", "2", "--eps",
-          "0.1", "--measures", "uniform", "--seeds", "2", "--methods", "rsvd", "tsvd",
-          "--out", str(tmp_path)])
+    main(
+        [
+            "compare",
+            "--dataset",
+            "synthetic",
+            "--size",
+            "60",
+            "50",
+            "--rank",
+            "2",
+            "--eps",
+            "0.1",
+            "--measures",
+            "uniform",
+            "--seeds",
+            "2",
+            "--methods",
+            "rsvd",
+            "tsvd",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     err = capsys.readouterr().err
     assert "compare:" in err and "elapsed" in err
     assert not re.search(r"<\d+:\d\d", err), err  # tqdm's "elapsed<remaining"
@@ -222,8 +374,17 @@ def small_graph():
 
 
 def test_spectrum_on_a_small_graph(tmp_path, small_graph):
-    result = run_spectrum("tiny", data=small_graph, factors=(0.5, 2.0), rank=4, eps=0.1,
-                          weights="uniform", seeds=1, out=tmp_path, progress=False)
+    result = run_spectrum(
+        "tiny",
+        data=small_graph,
+        factors=(0.5, 2.0),
+        rank=4,
+        eps=0.1,
+        weights="uniform",
+        seeds=1,
+        out=tmp_path,
+        progress=False,
+    )
     assert [r["factor"] for r in result.rows] == [0.5, 2.0]
     assert result.rows[0]["gamma"] < result.rows[1]["gamma"]
     for r in result.rows:
@@ -261,8 +422,9 @@ def test_spectrum_on_a_small_graph(tmp_path, small_graph):
 
 def test_spectrum_marks_vacuous_tolerances(small_graph):
     # The paper's weighting on a centred SNE kernel: eta <= 2 mean(sigma) << 0.5.
-    result = run_spectrum("tiny", data=small_graph, factors=(1.0, 4.0), rank=4, eps=0.5,
-                          seeds=1, progress=False)
+    result = run_spectrum(
+        "tiny", data=small_graph, factors=(1.0, 4.0), rank=4, eps=0.5, seeds=1, progress=False
+    )
     assert all(r["vacuous"] and r["value_max"] <= 0.5 for r in result.rows)
     text = format_spectrum(result)
     assert "vacuous" in text and "NOTE" in text
@@ -274,8 +436,17 @@ def test_spectrum_marks_vacuous_tolerances(small_graph):
 
 
 def test_spectrum_says_when_nothing_converged(small_graph):
-    result = run_spectrum("tiny", data=small_graph, factors=(0.5, 2.0), rank=4, eps=1e-12,
-                          weights="uniform", seeds=1, max_effort=8, progress=False)
+    result = run_spectrum(
+        "tiny",
+        data=small_graph,
+        factors=(0.5, 2.0),
+        rank=4,
+        eps=1e-12,
+        weights="uniform",
+        seeds=1,
+        max_effort=8,
+        progress=False,
+    )
     assert not any(r["asym_nystrom_converged"] or r["rsvd_converged"] for r in result.rows)
     fig = _draw_spectrum(result)
     assert any("nothing converged" in t.get_text() for t in fig.axes[1].texts)
@@ -283,13 +454,25 @@ def test_spectrum_says_when_nothing_converged(small_graph):
 
 
 def test_tiny_residual_study_run(tmp_path, capsys):
-    code = main(["residual-study", "--dataset", "cora", "--methods", "rsvd", "--rank", "3",
-                 "--out", str(tmp_path), "--threads", "1"])
+    code = main(
+        [
+            "residual-study",
+            "--dataset",
+            "cora",
+            "--methods",
+            "rsvd",
+            "--rank",
+            "3",
+            "--out",
+            str(tmp_path),
+            "--threads",
+            "1",
+        ]
+    )
     assert code == 0
     assert "residual estimate vs eta" in capsys.readouterr().out
     payload = json.loads((tmp_path / "residual_study.json").read_text())
-    assert {r["weights"] for r in payload["summary"]} == {"singular_values", "relative",
-                                                          "uniform"}
+    assert {r["weights"] for r in payload["summary"]} == {"singular_values", "relative", "uniform"}
     assert all(r["method"] == "rsvd" for r in payload["rows"])
     assert payload["meta"]["threads"] == 1
     assert all(r["n_passes"] > 0 for r in payload["rows"])
@@ -297,8 +480,7 @@ def test_tiny_residual_study_run(tmp_path, capsys):
 
 def test_weights_takes_weightings_and_measures_take_lowrank():
     parse = build_parser().parse_args
-    assert parse(["compare", "--weights", "uniform", "relative"]).weights == ["uniform",
-                                                                             "relative"]
+    assert parse(["compare", "--weights", "uniform", "relative"]).weights == ["uniform", "relative"]
     assert parse(["compare", "--measures", "lowrank"]).weights == ["lowrank"]
     assert parse(["spectrum", "--measure", "lowrank"]).weights == "lowrank"
     assert parse(["spectrum", "--weights", "uniform"]).weights == "uniform"
@@ -316,8 +498,15 @@ def test_one_default_thread_rule_for_every_study():
 def test_reproduce_help_describes_every_experiment(capsys):
     rep = build_parser()._subparsers._group_actions[0].choices["reproduce"]
     experiments = rep._subparsers._group_actions[0].choices
-    assert set(experiments) >= {"node-classification", "graph-reconstruction", "uci",
-                                "ablation", "nystrom-f1", "asymmetry", "all"}
+    assert set(experiments) >= {
+        "node-classification",
+        "graph-reconstruction",
+        "uci",
+        "ablation",
+        "nystrom-f1",
+        "asymmetry",
+        "all",
+    }
     for name, parser in experiments.items():
         assert parser.description and len(parser.description) > 40, name
         for action in parser._actions:
@@ -328,10 +517,33 @@ def test_reproduce_help_describes_every_experiment(capsys):
 def test_tiny_rare_clusters_compare_run(tmp_path, capsys):
     """--dataset rare-clusters with its shape: the samplers race; RPCholesky is not n/a."""
     out = tmp_path / "rare"
-    status = main(["compare", "--dataset", "rare-clusters", "--size", "120", "100",
-                   "--rank", "3", "--seeds", "1", "--eps", "0.1", "--measures", "lowrank",
-                   "--methods", "rsvd", "asym_nystrom_paper", "asym_nystrom_rpcholesky",
-                   "--no-residual", "--out", str(out), "--no-progress", "--table"])
+    status = main(
+        [
+            "compare",
+            "--dataset",
+            "rare-clusters",
+            "--size",
+            "120",
+            "100",
+            "--rank",
+            "3",
+            "--seeds",
+            "1",
+            "--eps",
+            "0.1",
+            "--measures",
+            "lowrank",
+            "--methods",
+            "rsvd",
+            "asym_nystrom_paper",
+            "asym_nystrom_rpcholesky",
+            "--no-residual",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--table",
+        ]
+    )
     assert status == 0
     text = capsys.readouterr().out
     assert "rare-clusters 120x100, sne kernel" in text
@@ -342,6 +554,5 @@ def test_tiny_rare_clusters_compare_run(tmp_path, capsys):
     assert meta["method_options"]["asym_nystrom_paper"]["core"] == "paper"
     with (out / "compare.csv").open() as f:
         rows = list(csv.DictReader(f))
-    assert {r["method"] for r in rows} == {"rsvd", "asym_nystrom_paper",
-                                           "asym_nystrom_rpcholesky"}
+    assert {r["method"] for r in rows} == {"rsvd", "asym_nystrom_paper", "asym_nystrom_rpcholesky"}
     assert all(r["stop"] == "reference" for r in rows)

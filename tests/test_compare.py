@@ -33,8 +33,7 @@ from ksvd_bench.race.problems import (
 from ksvd_bench.report import atomic_path, check_out_dir, write_csv
 
 RANK = 4
-METHODS = ("tsvd", "rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom",
-           "asym_nystrom")
+METHODS = ("tsvd", "rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom", "asym_nystrom")
 SYNTH = {"shape": (120, 90), "synthetic_options": {"rank": 6, "noise": 1e-2}}
 
 
@@ -43,11 +42,25 @@ def synthetic_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("compare")
     # eps=1e-9 cannot be met by Nystrom at m <= 24 on a noisy matrix: a forced miss.
     result = run_compare(
-        "synthetic", rank=RANK, eps=(0.1, 1e-9),
-        weights=("singular_values", "uniform", "lowrank"), seeds=2, methods=METHODS,
-        max_effort={"rsvd": 40, "generalized_nystrom": 40, "block_krylov": 3,
-                    "sym_nystrom": 24, "asym_nystrom": 24},
-        budget_seconds=None, problem_options=SYNTH, out=out, progress=False, random_state=3)
+        "synthetic",
+        rank=RANK,
+        eps=(0.1, 1e-9),
+        weights=("singular_values", "uniform", "lowrank"),
+        seeds=2,
+        methods=METHODS,
+        max_effort={
+            "rsvd": 40,
+            "generalized_nystrom": 40,
+            "block_krylov": 3,
+            "sym_nystrom": 24,
+            "asym_nystrom": 24,
+        },
+        budget_seconds=None,
+        problem_options=SYNTH,
+        out=out,
+        progress=False,
+        random_state=3,
+    )
     return result, out
 
 
@@ -97,15 +110,14 @@ def test_lowrank_rows_score_the_exact_answer_zero(synthetic_run):
     # the vacuity bound of lowrank is ||G||_F / ||G - G_r||_F - 1
     G = build_problem("synthetic", random_state=3, **SYNTH).G
     s = np.linalg.svd(G, compute_uv=False)
-    fro = np.sqrt(np.sum(s ** 2))
+    fro = np.sqrt(np.sum(s**2))
     bound = fro / np.sqrt(np.sum(s[RANK:] ** 2)) - 1
     assert result.meta["reference"]["synthetic"]["value_max"]["lowrank"] == pytest.approx(bound)
 
 
 def test_passes_column(synthetic_run):
     result, _ = synthetic_run
-    by = {(r["method"], r["eps"], r["weights"]): r for r in result.rows
-          if r["stop"] == "reference"}
+    by = {(r["method"], r["eps"], r["weights"]): r for r in result.rows if r["stop"] == "reference"}
     # RSVD with n_iter=4: one sketch, then 2 passes per power iteration, one to project,
     # and the 2 passes of its certificate
     assert by[("rsvd", 0.1, "uniform")]["n_passes"] == pytest.approx(10 + 2)
@@ -120,8 +132,13 @@ def test_passes_column(synthetic_run):
 
 def test_non_converged_rows_are_flagged_and_untimed(synthetic_run):
     result, _ = synthetic_run
-    missed = [r for r in result.rows if r["stop"] == "reference" and r["eps"] == 1e-9
-              and r["method"] in ("sym_nystrom", "asym_nystrom")]
+    missed = [
+        r
+        for r in result.rows
+        if r["stop"] == "reference"
+        and r["eps"] == 1e-9
+        and r["method"] in ("sym_nystrom", "asym_nystrom")
+    ]
     assert len(missed) == 6
     for r in missed:
         assert r["converged"] is False
@@ -138,8 +155,11 @@ def test_runs_record_every_seed(synthetic_run):
     result, _ = synthetic_run
     seeds = result.meta["seeds"]
     assert len(seeds) == 2 and len(set(seeds)) == 2
-    nys = [r for r in result.runs if r["method"] == "asym_nystrom" and r["eps"] == 0.1
-           and r["weights"] == "uniform"]
+    nys = [
+        r
+        for r in result.runs
+        if r["method"] == "asym_nystrom" and r["eps"] == 0.1 and r["weights"] == "uniform"
+    ]
     assert sorted(r["seed"] for r in nys) == sorted(seeds)
     for r in result.runs:
         assert r["converged"] == (r["value"] <= r["eps"])
@@ -196,18 +216,24 @@ def test_structured_exact_row_on_a_sparse_graph():
     graph = make_directed_graph(150, n_communities=3, avg_degree=4.0, random_state=0)
     problem = problem_from_data(graph.adjacency, name="tiny-graph", kernel="sne")
     assert problem.supports_structured
-    result = run_compare([problem], rank=RANK, eps=(0.1,), weights=("uniform", "lowrank"),
-                         seeds=1, methods=("tsvd", "rsvd"), residual=False, progress=False)
+    result = run_compare(
+        [problem],
+        rank=RANK,
+        eps=(0.1,),
+        weights=("uniform", "lowrank"),
+        seeds=1,
+        methods=("tsvd", "rsvd"),
+        residual=False,
+        progress=False,
+    )
     exact = [r for r in result.rows if r["method"] == STRUCTURED_NAME]
     assert len(exact) == 2
     for row in exact:
         assert row["converged"] and row["value"] < 1e-8
-        assert row["e2e_seconds"] == pytest.approx(row["kernel_seconds"] + row["seconds"],
-                                                   rel=0.5)
+        assert row["e2e_seconds"] == pytest.approx(row["kernel_seconds"] + row["seconds"], rel=0.5)
         assert row["speedup_vs_rsvd"] is not None and row["speedup_vs_rsvd"] > 0
     s_dense = np.linalg.svd(problem.G, compute_uv=False)[:RANK]
-    np.testing.assert_allclose(result.meta["reference"]["tiny-graph"]["s"], s_dense,
-                               rtol=1e-10)
+    np.testing.assert_allclose(result.meta["reference"]["tiny-graph"]["s"], s_dense, rtol=1e-10)
 
 
 def test_reference_cache_is_keyed_by_the_definition(tmp_path):
@@ -239,8 +265,15 @@ def test_paper_numbers_lookup():
 
 def test_methods_not_in_the_paper_show_na():
     base = {f: None for f in ROW_FIELDS}
-    base.update(method="block_krylov", stop="reference", n_converged=5, n_seeds=5,
-                effort=2, effort_param="n_iter", converged=True)
+    base.update(
+        method="block_krylov",
+        stop="reference",
+        n_converged=5,
+        n_seeds=5,
+        effort=2,
+        effort_param="n_iter",
+        converged=True,
+    )
     assert _display_row(base, paper_key_known=True)["paper"] == "n/a"
     assert _display_row(base, paper_key_known=True)["effort_label"] == "q=2"
     assert _display_row(base, paper_key_known=False)["paper"] == "-"
@@ -255,11 +288,17 @@ def test_dataset_shapes_match_the_data():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"rank": 0}, "rank"), ({"eps": (0.1, -1.0)}, "eps"), ({"weights": ("l2",)}, "weights"),
-     ({"methods": ("svd",)}, "methods"), ({"seeds": 0}, "seeds"),
-     ({"budget_seconds": -1.0}, "budget_seconds"), ({"max_effort": "lots"}, "max_effort"),
-     ({"threads": 10_000}, "threads must be at most"),
-     ({"rank": 1201, "problem_options": {"shape": (1500, 1200)}}, "rank must be at most")],
+    [
+        ({"rank": 0}, "rank"),
+        ({"eps": (0.1, -1.0)}, "eps"),
+        ({"weights": ("l2",)}, "weights"),
+        ({"methods": ("svd",)}, "methods"),
+        ({"seeds": 0}, "seeds"),
+        ({"budget_seconds": -1.0}, "budget_seconds"),
+        ({"max_effort": "lots"}, "max_effort"),
+        ({"threads": 10_000}, "threads must be at most"),
+        ({"rank": 1201, "problem_options": {"shape": (1500, 1200)}}, "rank must be at most"),
+    ],
 )
 def test_bad_arguments_name_the_parameter(kwargs, match, monkeypatch):
     def no_work(*args, **kwargs):
@@ -327,9 +366,17 @@ def test_writes_are_atomic(tmp_path):
 
 def test_vacuous_tolerance_is_flagged():
     """eta <= 2 mean(w) always; a tolerance above that bound is met by any answer."""
-    result = run_compare("synthetic", rank=RANK, eps=(10.0,), weights=("uniform",), seeds=1,
-                         methods=("rsvd", "asym_nystrom"), residual=False,
-                         problem_options={"shape": (60, 50)}, progress=False)
+    result = run_compare(
+        "synthetic",
+        rank=RANK,
+        eps=(10.0,),
+        weights=("uniform",),
+        seeds=1,
+        methods=("rsvd", "asym_nystrom"),
+        residual=False,
+        problem_options={"shape": (60, 50)},
+        progress=False,
+    )
     assert result.meta["reference"]["synthetic"]["value_max"]["uniform"] == pytest.approx(2.0)
     text = format_compare(result)
     assert "VACUOUS" in text and "vacuous" in text
@@ -368,8 +415,9 @@ def test_timed_kernel_build_compiles_nothing():
     on a small slice alone left the parallel one to the timed build (3-7 s of "kernel s" on
     a first run). Every Numba dispatcher's overloads are counted around each build.
     """
-    proc = subprocess.run([sys.executable, "-c", _JIT_PROBE], capture_output=True, text=True,
-                          timeout=600, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _JIT_PROBE], capture_output=True, text=True, timeout=600, check=True
+    )
     calls = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(calls) >= 2 and sum(calls[:-1]) > 0, calls  # the warm-ups loaded something
     assert calls[-1] == 0, f"the timed build compiled or loaded {calls[-1]} functions"
@@ -377,8 +425,16 @@ def test_timed_kernel_build_compiles_nothing():
 
 def _entry(**kw):
     """A driver history entry with the whole-triplet fields (exact unless overridden)."""
-    return {"value": 0.05, "residual_estimate": 0.01, "sv_error": 0.01,
-            "triplet_residual": 0.02, "n_warnings": 0, "warnings": [], "reliable": True, **kw}
+    return {
+        "value": 0.05,
+        "residual_estimate": 0.01,
+        "sv_error": 0.01,
+        "triplet_residual": 0.02,
+        "n_warnings": 0,
+        "warnings": [],
+        "reliable": True,
+        **kw,
+    }
 
 
 def test_an_answer_meets_eps_only_as_a_whole_triplet():
@@ -398,8 +454,11 @@ def test_an_answer_meets_eps_only_as_a_whole_triplet():
 
 
 def test_first_hit_skips_answers_with_wrong_values():
-    history = [_entry(sv_error=0.4), _entry(value=0.04, sv_error=0.05, reliable=False),
-               _entry(value=0.03, sv_error=0.02)]
+    history = [
+        _entry(sv_error=0.4),
+        _entry(value=0.04, sv_error=0.05, reliable=False),
+        _entry(value=0.03, sv_error=0.02),
+    ]
     assert first_hit(history, 0.1, "value") == 2
     # the residual stop cannot see the singular-value error, but refuses unreliable answers
     assert first_hit(history, 0.1, "residual_estimate", whole=False) == 0
@@ -500,14 +559,21 @@ def test_shape_applies_to_the_shaped_datasets_only():
 def test_new_entries_are_raced_by_default_and_say_what_they_run():
     from ksvd_bench.race.compare.settings import VARIANTS, entry_options
 
-    for name in ("asym_nystrom_paper", "asym_nystrom_arp", "asym_nystrom_rpcholesky",
-                 "asym_nystrom_aca"):
+    for name in (
+        "asym_nystrom_paper",
+        "asym_nystrom_arp",
+        "asym_nystrom_rpcholesky",
+        "asym_nystrom_aca",
+    ):
         assert name in DEFAULT_METHODS
-    assert VARIANTS["asym_nystrom_paper"] == ("asym_nystrom",
-                                              {"core": "paper", "check_passes": 0})
+    assert VARIANTS["asym_nystrom_paper"] == ("asym_nystrom", {"core": "paper", "check_passes": 0})
     # the default entry is the solvers' stable core with its check, not the paper's method
-    assert entry_options("asym_nystrom") == {"solver": "asym_nystrom", "sampling": "uniform",
-                                             "core": "stable", "check_passes": 2}
+    assert entry_options("asym_nystrom") == {
+        "solver": "asym_nystrom",
+        "sampling": "uniform",
+        "core": "stable",
+        "check_passes": 2,
+    }
     assert entry_options("asym_nystrom_arp")["sampling"] == "arp"
     assert "core" not in entry_options("asym_nystrom_rpcholesky")
 
@@ -516,8 +582,10 @@ def test_paper_numbers_go_beside_the_papers_method_only():
     from ksvd_bench.race.compare.cells import _paper_fields
     from ksvd_bench.race.paper_runtime import paper_entry_key
 
-    assert _paper_fields("cora", 0.1, "asym_nystrom_paper") == {"paper_seconds": 0.160,
-                                                                "paper_speedup": 1.71}
+    assert _paper_fields("cora", 0.1, "asym_nystrom_paper") == {
+        "paper_seconds": 0.160,
+        "paper_speedup": 1.71,
+    }
     assert _paper_fields("cora", 0.1, "asym_nystrom") == {}
     assert _paper_fields("cora", 0.1, "rsvd")["paper_seconds"] == 0.274
     assert paper_entry_key("asym_nystrom") is None
@@ -527,9 +595,17 @@ def test_paper_numbers_go_beside_the_papers_method_only():
 def test_rpcholesky_is_na_on_a_graph_and_nothing_runs():
     graph = make_directed_graph(150, n_communities=3, avg_degree=4.0, random_state=0)
     problem = problem_from_data(graph.adjacency, name="tiny-graph", kernel="sne")
-    result = run_compare([problem], rank=RANK, eps=(0.1, 0.01), weights=("uniform", "lowrank"),
-                         seeds=2, methods=("rsvd", "asym_nystrom_rpcholesky"), residual=False,
-                         structured=False, progress=False)
+    result = run_compare(
+        [problem],
+        rank=RANK,
+        eps=(0.1, 0.01),
+        weights=("uniform", "lowrank"),
+        seeds=2,
+        methods=("rsvd", "asym_nystrom_rpcholesky"),
+        residual=False,
+        structured=False,
+        progress=False,
+    )
     na = [r for r in result.rows if r["method"] == "asym_nystrom_rpcholesky"]
     assert len(na) == 4
     for r in na:
@@ -545,11 +621,26 @@ def test_rpcholesky_is_na_on_a_graph_and_nothing_runs():
 
 @pytest.fixture(scope="module")
 def rare_run():
-    methods = ("rsvd", "asym_nystrom", "asym_nystrom_paper", "asym_nystrom_arp",
-               "asym_nystrom_rpcholesky", "asym_nystrom_aca")
-    return run_compare("rare-clusters", rank=RANK, eps=(0.1,), weights=("lowrank",), seeds=1,
-                       methods=methods, residual=False, problem_options=RARE,
-                       progress=False, random_state=0)
+    methods = (
+        "rsvd",
+        "asym_nystrom",
+        "asym_nystrom_paper",
+        "asym_nystrom_arp",
+        "asym_nystrom_rpcholesky",
+        "asym_nystrom_aca",
+    )
+    return run_compare(
+        "rare-clusters",
+        rank=RANK,
+        eps=(0.1,),
+        weights=("lowrank",),
+        seeds=1,
+        methods=methods,
+        residual=False,
+        problem_options=RARE,
+        progress=False,
+        random_state=0,
+    )
 
 
 def test_rare_clusters_race_runs_every_sampler(rare_run):
@@ -561,10 +652,16 @@ def test_rare_clusters_race_runs_every_sampler(rare_run):
     assert rp["converged"] and rp["value"] <= 0.1
     assert rp["e2e_source"] == "KernelSource" and rp["n_passes"] <= 2.5
     assert rare_run.meta["method_options"]["asym_nystrom_paper"] == {
-        "solver": "asym_nystrom", "core": "paper", "check_passes": 0, "sampling": "uniform"}
+        "solver": "asym_nystrom",
+        "core": "paper",
+        "check_passes": 0,
+        "sampling": "uniform",
+    }
     text = format_compare(rare_run)
-    assert "asym_nystrom_paper: sampling=uniform, core=paper, check_passes=0 (the paper's" \
+    assert (
+        "asym_nystrom_paper: sampling=uniform, core=paper, check_passes=0 (the paper's"
         in " ".join(text.split())
+    )
     assert max(len(line) for line in text.splitlines()) <= 100
     # no paper numbers off the paper's datasets
     assert all(r["paper_seconds"] is None for r in rows.values())
@@ -575,8 +672,14 @@ def test_na_rows_render_in_the_readme_table():
 
     assert _cell({"stop": "n/a", "converged": False}) == "n/a"
     base = {f: None for f in ROW_FIELDS}
-    base.update(method="asym_nystrom_rpcholesky", stop="n/a", n_converged=0, n_seeds=0,
-                effort_param="n_samples", converged=False)
+    base.update(
+        method="asym_nystrom_rpcholesky",
+        stop="n/a",
+        n_converged=0,
+        n_seeds=0,
+        effort_param="n_samples",
+        converged=False,
+    )
     shown = _display_row(base, paper_key_known=True)
     assert shown["conv"] == "n/a" and shown["name"] == "asym_nys_rpcholesky"
     assert shown["seconds"] == "-" and shown["paper"] == "n/a"

@@ -30,8 +30,15 @@ _NUMPY_25 = (
 
 def _child(code, **env):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", CUDA_VISIBLE_DEVICES="", **env)
-    proc = subprocess.run([sys.executable, "-c", _NUMPY_25 + code], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _NUMPY_25 + code],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     return proc.stdout + proc.stderr
 
 
@@ -80,8 +87,10 @@ def test_numpy_without_row_stack_gives_clear_error():
     raised = [line for line in out.splitlines() if line.startswith("RAISED")]
     assert len(raised) == 2 and raised[0] == raised[1], out
     msg = raised[0]
-    assert "device='cuda' is unavailable: numba-cuda 0.30.4 is installed but its import " \
-           "failed (AttributeError: module 'numpy' has no attribute 'row_stack')" in msg, out
+    assert (
+        "device='cuda' is unavailable: numba-cuda 0.30.4 is installed but its import "
+        "failed (AttributeError: module 'numpy' has no attribute 'row_stack')" in msg
+    ), out
     assert "does not support numpy >= 2.5" in msg and "pip install 'numpy<2.5'" in msg
     assert "numba-cuda-mlir" in msg
     assert "SOURCE CudaUnavailableError device='cuda' is unavailable: numba-cuda 0.30.4" in out
@@ -90,9 +99,11 @@ def test_numpy_without_row_stack_gives_clear_error():
 def test_any_import_failure_is_named(fresh):
     fresh.installed.discard("numba-cuda-mlir")
     fresh.modules["numba.cuda"] = OSError("libcuda.so: cannot open shared object file")
-    with pytest.raises(_cuda_import.CudaUnavailableError,
-                       match=r"numba-cuda \S+ is installed but its import failed \(OSError: "
-                             r"libcuda.so: cannot open shared object file\)$"):
+    with pytest.raises(
+        _cuda_import.CudaUnavailableError,
+        match=r"numba-cuda \S+ is installed but its import failed \(OSError: "
+        r"libcuda.so: cannot open shared object file\)$",
+    ):
         _cuda_import.import_cuda()
     # the outcome is kept: the same error again, without a second half-import
     fresh.modules["numba.cuda"] = types.ModuleType("numba.cuda")
@@ -135,15 +146,21 @@ def test_simulator_needs_numba_cuda(fresh, monkeypatch):
         _cuda_import.import_cuda()
     monkeypatch.setattr(_cuda_import, "_loaded", {})
     fresh.installed.discard("numba-cuda")
-    with pytest.raises(ImportError, match=r"simulator \(NUMBA_ENABLE_CUDASIM=1\) needs "
-                                          r"numba-cuda"):
+    with pytest.raises(
+        ImportError,
+        match=r"simulator \(NUMBA_ENABLE_CUDASIM=1\) needs "
+        r"numba-cuda",
+    ):
         _cuda_import.import_cuda()
 
 
 def test_nothing_installed_says_how_to_install(fresh):
     fresh.installed.clear()
-    with pytest.raises(ImportError, match=r"CUDA target.*not installed.*neither numba-cuda nor "
-                                          r"numba-cuda-mlir.*\[cuda\].*numba-cuda==0\.30\.4"):
+    with pytest.raises(
+        ImportError,
+        match=r"CUDA target.*not installed.*neither numba-cuda nor "
+        r"numba-cuda-mlir.*\[cuda\].*numba-cuda==0\.30\.4",
+    ):
         _cuda_import.import_cuda()
 
 

@@ -52,8 +52,15 @@ print('ROWS', json.dumps(rows))
 @pytest.fixture(scope="module")
 def compiled():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    proc = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=1500, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        check=False,
+    )
     out = proc.stdout
     unavailable = [line for line in out.splitlines() if line.startswith("UNAVAILABLE")]
     if unavailable:
@@ -69,8 +76,15 @@ def _expected_variants():
     the dtype's CY_MAX, the others once; ``sum_parts`` with float32 or float64 partials."""
     from ksvd_bench.kernels.backends._cuda_kernels import CY_KERNELS, GPU_LAYOUT
 
-    names = ("row_pass", "col_pass", "sum_parts", "sum_parts_f8", "row_stats",
-             "center_stats", "fill")
+    names = (
+        "row_pass",
+        "col_pass",
+        "sum_parts",
+        "sum_parts_f8",
+        "row_stats",
+        "center_stats",
+        "fill",
+    )
     out = set()
     for dtype in ("float32", "float64"):
         cy_max = GPU_LAYOUT.configs[(np.dtype(dtype), "row")][3]
@@ -93,12 +107,16 @@ def test_registers_and_no_spills(compiled):
     rows, noasm = compiled
     if noasm:
         pytest.skip(f"lowered to PTX, but cannot count registers here: {noasm}")
-    print(f"\n{'kernel':13s} {'dtype':7s} {'cy':>2s} {'regs':>4s} {'spill st/ld':>11s} "
-          f"{'stack':>5s} {'smem':>6s}  ({ARCH}, {rows[0]['assembler']})")
+    print(
+        f"\n{'kernel':13s} {'dtype':7s} {'cy':>2s} {'regs':>4s} {'spill st/ld':>11s} "
+        f"{'stack':>5s} {'smem':>6s}  ({ARCH}, {rows[0]['assembler']})"
+    )
     for r in rows:
-        print(f"{r['name']:13s} {r['dtype']:7s} {r['cy']:2d} {r['registers']!s:>4s} "
-              f"{r['spill_stores']!s:>5s}/{r['spill_loads']!s:<5s} {r['stack_bytes']!s:>5s} "
-              f"{r['shared_bytes']!s:>6s}")
+        print(
+            f"{r['name']:13s} {r['dtype']:7s} {r['cy']:2d} {r['registers']!s:>4s} "
+            f"{r['spill_stores']!s:>5s}/{r['spill_loads']!s:<5s} {r['stack_bytes']!s:>5s} "
+            f"{r['shared_bytes']!s:>6s}"
+        )
     for r in rows:
         what = f"{r['name']} {r['dtype']} cy={r['cy']}"
         assert r["cubin_bytes"] > 0, what
@@ -114,8 +132,13 @@ def test_selection_errors_name_the_choices():
     """A selection that matches no variant is a ValueError naming the kernels (no compile)."""
     from ksvd_bench.kernels.backends._cuda_ptx import kernel_ptx
 
-    for bad in ({"kernel": "nope"}, {"dtype": "float16"}, {"dtype": "not a dtype"},
-                {"kernel": "fill", "cy": 2}, {"kernel": "row_pass", "cy": 7}):
+    for bad in (
+        {"kernel": "nope"},
+        {"dtype": "float16"},
+        {"dtype": "not a dtype"},
+        {"kernel": "fill", "cy": 2},
+        {"kernel": "row_pass", "cy": 7},
+    ):
         with pytest.raises(ValueError, match="no CUDA kernel variant.*'row_pass'.*cy 1..6"):
             kernel_ptx(ARCH, **bad)
 
@@ -148,18 +171,21 @@ def test_sass_loops_reads_nested_loops():
     """benchmarks/scripts/sass_loops.py: opcodes without predicates or modifiers, one loop per
     backward branch (inner first), forward branches and the closing self-branch ignored."""
     sl = _sass_loops()
-    listing = "\n".join(f"        /*{a:04x}*/                   {ins} ;  /* 0x0 */" for a, ins in [
-        (0x00, "MOV R1, c[0x0][0x28]"),
-        (0x10, "IMAD R2, R3, 0x4, RZ"),          # outer loop starts
-        (0x20, "FFMA R4, R5, R6, R4"),           # inner loop starts
-        (0x30, "LDS.64 R6, [R7+0x10]"),
-        (0x40, "@!P0 BRA 0x20"),                 # inner back edge
-        (0x50, "@P1 BRA 0x70"),                  # forward: not a loop
-        (0x60, "ISETP.GE.U32.AND P0, PT, R2, 0x20, PT"),
-        (0x70, "BRA 0x10"),                      # outer back edge
-        (0x80, "EXIT"),
-        (0x90, "BRA 0x90"),                      # the closing trap
-    ])
+    listing = "\n".join(
+        f"        /*{a:04x}*/                   {ins} ;  /* 0x0 */"
+        for a, ins in [
+            (0x00, "MOV R1, c[0x0][0x28]"),
+            (0x10, "IMAD R2, R3, 0x4, RZ"),  # outer loop starts
+            (0x20, "FFMA R4, R5, R6, R4"),  # inner loop starts
+            (0x30, "LDS.64 R6, [R7+0x10]"),
+            (0x40, "@!P0 BRA 0x20"),  # inner back edge
+            (0x50, "@P1 BRA 0x70"),  # forward: not a loop
+            (0x60, "ISETP.GE.U32.AND P0, PT, R2, 0x20, PT"),
+            (0x70, "BRA 0x10"),  # outer back edge
+            (0x80, "EXIT"),
+            (0x90, "BRA 0x90"),  # the closing trap
+        ]
+    )
     ins = sl.parse_sass(listing)
     assert [a for a, _ in ins] == list(range(0, 0xA0, 0x10))
     assert [sl.opcode(i) for _, i in ins][:5] == ["MOV", "IMAD", "FFMA", "LDS", "BRA"]

@@ -24,15 +24,21 @@ import numpy as np
 import pytest
 
 #: run the device tests here: on the simulator (the child of test_simulator) or on a GPU
-_SIM = (os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-        or os.environ.get("KSVD_BENCH_TEST_GPU") == "1")
+_SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or os.environ.get("KSVD_BENCH_TEST_GPU") == "1"
 _CHILD_TIMEOUT = 600
 
 
 def _run_child(env_extra, args, timeout=_CHILD_TIMEOUT):
     env = dict(os.environ, **env_extra)
-    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False, cwd=os.path.dirname(__file__) + "/..")
+    return subprocess.run(
+        [sys.executable, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=os.path.dirname(__file__) + "/..",
+    )
 
 
 if not _SIM:
@@ -40,12 +46,16 @@ if not _SIM:
     def test_simulator():
         """Run this module's simulator tests in a fresh interpreter with the simulator on."""
         pytest.importorskip("numba_cuda", reason="numba-cuda (the test extra) is not installed")
-        proc = _run_child({"NUMBA_ENABLE_CUDASIM": "1"},
-                          ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", __file__])
+        proc = _run_child(
+            {"NUMBA_ENABLE_CUDASIM": "1"},
+            ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", __file__],
+        )
         out = proc.stdout + proc.stderr
         if proc.returncode != 0 or " passed" not in out:
-            pytest.fail(f"simulator tests failed (exit code {proc.returncode}):\n{out[-6000:]}",
-                        pytrace=False)
+            pytest.fail(
+                f"simulator tests failed (exit code {proc.returncode}):\n{out[-6000:]}",
+                pytrace=False,
+            )
 
     def test_without_gpu_clear_error():
         """No usable GPU and no simulator: a clear error naming what is missing."""
@@ -61,8 +71,9 @@ if not _SIM:
             "    print('RAISED', exc)\n"
         )
         # no visible device: the driver (if any) finds none, exactly as on a CPU-only machine
-        proc = _run_child({"NUMBA_ENABLE_CUDASIM": "0", "CUDA_VISIBLE_DEVICES": ""},
-                          ["-c", code], timeout=300)
+        proc = _run_child(
+            {"NUMBA_ENABLE_CUDASIM": "0", "CUDA_VISIBLE_DEVICES": ""}, ["-c", code], timeout=300
+        )
         assert "RAISED device='cuda' found no usable GPU" in proc.stdout, proc.stdout + proc.stderr
         assert "NUMBA_ENABLE_CUDASIM=1" in proc.stdout
 
@@ -123,8 +134,10 @@ else:
 
     def _pair(X, Z, kernel, **kw):
         kw.setdefault("gamma", 1.3)
-        return (KernelSource.from_points(X, Z, kernel, **kw),
-                KernelSource.from_points(X, Z, kernel, device="cuda", **kw))
+        return (
+            KernelSource.from_points(X, Z, kernel, **kw),
+            KernelSource.from_points(X, Z, kernel, device="cuda", **kw),
+        )
 
     def _close(got, want, dtype):
         got, want = np.asarray(got), np.asarray(want)
@@ -149,7 +162,10 @@ else:
         _close(gpu.block(r, c), cpu.block(r, c), dtype)
         assert gpu.norm_bound() == pytest.approx(cpu.norm_bound(), rel=TOL[np.dtype(dtype)])
         assert (gpu.n_passes, gpu.n_matmat, gpu.n_entries) == (
-            cpu.n_passes, cpu.n_matmat, cpu.n_entries)
+            cpu.n_passes,
+            cpu.n_matmat,
+            cpu.n_entries,
+        )
 
     # ---------------------------------------------------------------- equal to the CPU
     @pytest.mark.parametrize("dtype", DTYPES)
@@ -159,8 +175,10 @@ else:
         # ragged tiles in every pass: N, M not multiples of the tile sizes (one tile on a GPU)
         X, Z = _points(19, 13, seed=len(kernel))
         cpu, gpu = _pair(X, Z, kernel, center=center, dtype=dtype)
-        assert gpu.device == "cuda" and gpu.chunk_rows == cuda_backend.CONFIGS[
-            (np.dtype(dtype), "row")][0]
+        assert (
+            gpu.device == "cuda"
+            and gpu.chunk_rows == cuda_backend.CONFIGS[(np.dtype(dtype), "row")][0]
+        )
         _protocol(cpu, gpu, dtype)
 
     @pytest.mark.parametrize("dtype", DTYPES)
@@ -296,18 +314,23 @@ else:
 
     def test_bad_operands_and_indices_same_messages():
         cpu, gpu = _pair(GOOD, np.ones((5, 3)), "rbf", gamma=1.0)
-        for bad in (lambda s: s.sketch(np.ones((4, 2)), np.ones((4, 2))),
-                    lambda s: s.sketch(np.ones((5, 2)), np.ones((5, 2))),
-                    lambda s: s.matmat(np.full(5, np.nan)),
-                    lambda s: s.rows([4]),
-                    lambda s: s.cols([0.5])):
+        for bad in (
+            lambda s: s.sketch(np.ones((4, 2)), np.ones((4, 2))),
+            lambda s: s.sketch(np.ones((5, 2)), np.ones((5, 2))),
+            lambda s: s.matmat(np.full(5, np.nan)),
+            lambda s: s.rows([4]),
+            lambda s: s.cols([0.5]),
+        ):
             _same_error([lambda b=bad: b(cpu), lambda b=bad: b(gpu)])
 
     def test_overflowing_poly_same_message():
         X, Z = _points(20, 10, seed=12)
-        exc, msg = _same_error([
-            lambda dev=dev: KernelSource.from_points(X, Z, "poly", degree=1000, device=dev)
-            for dev in ("cpu", "cuda")])
+        exc, msg = _same_error(
+            [
+                lambda dev=dev: KernelSource.from_points(X, Z, "poly", degree=1000, device=dev)
+                for dev in ("cpu", "cuda")
+            ]
+        )
         assert exc is ValueError and "overflow" in msg
 
     def test_sparse_points_clear_error():

@@ -360,15 +360,21 @@ def test_malformed_feature_files(tmp_path):
         load_features("cora", data_home=tmp_path)
     np.savez(
         tmp_path / "cora_features.npz",
-        format=np.array(b"csr"), shape=np.array([2708, 1433]), data=X.data,
-        indices=X.indices, indptr=X.indptr[:-1],
+        format=np.array(b"csr"),
+        shape=np.array([2708, 1433]),
+        data=X.data,
+        indices=X.indices,
+        indptr=X.indptr[:-1],
     )
     with pytest.raises(DatasetError, match="indptr"):
         load_features("cora", data_home=tmp_path)
     np.savez(
         tmp_path / "cora_features.npz",
-        format=np.array(b"csc"), shape=np.array([2708, 1433]), data=X.data,
-        indices=X.indices, indptr=X.indptr,
+        format=np.array(b"csc"),
+        shape=np.array([2708, 1433]),
+        data=X.data,
+        indices=X.indices,
+        indptr=X.indptr,
     )
     with pytest.raises(DatasetError, match="format 'csc'"):
         load_features("cora", data_home=tmp_path)
@@ -376,8 +382,11 @@ def test_malformed_feature_files(tmp_path):
     bad[0] = 5000
     np.savez(
         tmp_path / "cora_features.npz",
-        format=np.array(b"csr"), shape=np.array([2708, 1433]), data=X.data,
-        indices=bad, indptr=X.indptr,
+        format=np.array(b"csr"),
+        shape=np.array([2708, 1433]),
+        data=X.data,
+        indices=bad,
+        indptr=X.indptr,
     )
     with pytest.raises(DatasetError, match="column indices outside"):
         load_features("cora", data_home=tmp_path)

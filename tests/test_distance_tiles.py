@@ -103,8 +103,12 @@ def test_distance_gemm_within_its_rounding_bound(family, kernel, dtype):
         np.testing.assert_array_equal(by_gemm, by_cross)
     # and the pass itself agrees with the tile
     Om = np.random.default_rng(1).standard_normal((S.shape[1], 3))
-    np.testing.assert_allclose(S.matmat(Om), by_gemm.astype(np.float64) @ Om,
-                               rtol=100 * u, atol=100 * u * np.abs(ref).max())
+    np.testing.assert_allclose(
+        S.matmat(Om),
+        by_gemm.astype(np.float64) @ Om,
+        rtol=100 * u,
+        atol=100 * u * np.abs(ref).max(),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -166,10 +170,13 @@ def _scaled(v, y, round_bits):
     return out
 
 
-@pytest.mark.parametrize("dtype, k_min, round_bits", [
-    (np.float64, -1021, ROUND_BITS),  # exp(EXP_MIN) = 2^-1021.4: the sweeps' smallest k
-    (np.float32, -125, ROUND_BITS_F32),
-])
+@pytest.mark.parametrize(
+    "dtype, k_min, round_bits",
+    [
+        (np.float64, -1021, ROUND_BITS),  # exp(EXP_MIN) = 2^-1021.4: the sweeps' smallest k
+        (np.float32, -125, ROUND_BITS_F32),
+    ],
+)
 def test_times_pow2_of_rounded_is_exact_where_the_result_is_normal(dtype, k_min, round_bits):
     rng = np.random.default_rng(3)
     k = np.repeat(np.arange(k_min, 1), 8)
@@ -184,12 +191,14 @@ def test_times_pow2_of_rounded_is_exact_where_the_result_is_normal(dtype, k_min,
     np.testing.assert_array_equal(got, np.ldexp(v, k))
     # one below: reachable only with r > 0 (k rounded down), so v >= 1 keeps it normal
     v1 = np.array([1.0, 1.2, np.sqrt(2.0)], dtype)
-    np.testing.assert_array_equal(_scaled(v1, np.full(3, k_min - 1, dtype), dtype(round_bits)),
-                                  np.ldexp(v1, k_min - 1))
+    np.testing.assert_array_equal(
+        _scaled(v1, np.full(3, k_min - 1, dtype), dtype(round_bits)), np.ldexp(v1, k_min - 1)
+    )
 
 
-@pytest.mark.skipif(np.finfo(np.longdouble).eps > 1e-18,
-                    reason="needs an extended-precision long double (x86)")
+@pytest.mark.skipif(
+    np.finfo(np.longdouble).eps > 1e-18, reason="needs an extended-precision long double (x86)"
+)
 def test_exp_polynomial_relative_error_below_1e17_in_extended_precision():
     # 1 + r + r^2 q(r) with the float64 coefficients, evaluated exactly enough (64-bit
     # mantissa) to see its approximation error, which the float64 sweep adds to its rounding
@@ -201,8 +210,9 @@ def test_exp_polynomial_relative_error_below_1e17_in_extended_precision():
     assert err.max() < 1e-17
 
 
-@pytest.mark.parametrize("name, dtype", [("exp_nonpos", np.float64),
-                                         ("exp_nonpos_f32", np.float32)])
+@pytest.mark.parametrize(
+    "name, dtype", [("exp_nonpos", np.float64), ("exp_nonpos_f32", np.float32)]
+)
 def test_exp_sweeps_are_marked_noinline(name, dtype):
     # inlined into a pass's tile loop the sweep reloads its constants on every iteration
     # (never_inline); compiled afresh here, as a cached copy cannot be inspected
@@ -210,12 +220,16 @@ def test_exp_sweeps_are_marked_noinline(name, dtype):
 
     from ksvd_bench.kernels import _numba
 
-    fresh = numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"},
-                       cache=False)(getattr(_numba, name).py_func)
+    fresh = numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=False)(
+        getattr(_numba, name).py_func
+    )
     fresh(np.zeros(8, dtype), dtype(0.0), dtype(1.0))
     ir = fresh.inspect_llvm(fresh.signatures[0])
-    define = next(line for line in ir.splitlines()
-                  if line.startswith("define") and name in line and "cpython" not in line)
+    define = next(
+        line
+        for line in ir.splitlines()
+        if line.startswith("define") and name in line and "cpython" not in line
+    )
     groups = dict(re.findall(r"^attributes (#\d+) = \{(.*)\}", ir, re.M))
     group = re.search(r"(#\d+) \{?$", define.strip())  # absent: no attributes at all
     assert group is not None and "noinline" in groups[group.group(1)].split(), define

@@ -30,8 +30,9 @@ OPTIONS = {"sym_nystrom": {"n_samples": 40}, "asym_nystrom": {"n_samples": 40}}
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
     c = distributed.Client(cluster)
     yield c
     c.close()
@@ -164,8 +165,10 @@ def test_bad_arguments(client):
 def test_no_worker_fails_within_timeout():
     X, Z = _points(20, 20, 2, seed=8)
     local = KernelSource._from_arrays(X, Z, "sne", gamma=1.0, setup=False)
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as lc, \
-            distributed.Client(lc) as empty:
+    with (
+        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as lc,
+        distributed.Client(lc) as empty,
+    ):
         with pytest.raises(TimeoutError, match="no Dask worker joined the scheduler"):
             DistributedKernelSource(local, empty, timeout=0.5)
 
@@ -178,8 +181,10 @@ def _free_port():
 
 def test_unreachable_scheduler_fails_within_timeout():
     port = _free_port()
-    with pytest.raises(ConnectionError, match=f"could not reach a Dask scheduler at "
-                                              f"'tcp://127.0.0.1:{port}' within 1 s"):
+    with pytest.raises(
+        ConnectionError,
+        match=f"could not reach a Dask scheduler at 'tcp://127.0.0.1:{port}' within 1 s",
+    ):
         connect(f"tcp://127.0.0.1:{port}", timeout=1)
 
 
@@ -189,8 +194,16 @@ def test_scale_cli_refuses_unreachable_scheduler(monkeypatch, tmp_path, capsys):
 
     monkeypatch.setattr(kd, "DEFAULT_TIMEOUT", 1.0)
     with pytest.raises(SystemExit) as exc:
-        cli.main(["scale", "--quick", "--scheduler", f"tcp://127.0.0.1:{_free_port()}", "--out",
-                  str(tmp_path / "out")])
+        cli.main(
+            [
+                "scale",
+                "--quick",
+                "--scheduler",
+                f"tcp://127.0.0.1:{_free_port()}",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
     assert exc.value.code == 2
     assert "argument --scheduler: could not reach a Dask scheduler" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # refused before any work
@@ -203,9 +216,23 @@ def test_scale_on_the_cluster_with_svd_compressed(client, tmp_path):
     from ksvd_bench import cli
 
     out = tmp_path / "scale"
-    cli.main(["scale", "--part", "b", "--sizes", "1000", "--methods", "rsvd,svd_compressed",
-              "--scheduler", client.scheduler.address, "--in-process", "--no-progress",
-              "--out", str(out)])
+    cli.main(
+        [
+            "scale",
+            "--part",
+            "b",
+            "--sizes",
+            "1000",
+            "--methods",
+            "rsvd,svd_compressed",
+            "--scheduler",
+            client.scheduler.address,
+            "--in-process",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     result = json.loads((out / "scale.json").read_text())
     assert result["meta"]["dask"] == client.scheduler.address
     rows = {r["method"]: r for r in result["rows"]}
@@ -306,8 +333,12 @@ def test_same_bits_on_one_and_two_workers(client, monkeypatch):
 
     monkeypatch.setattr(distributed.Future, "result", counting_result)
     answers = []
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as lc, distributed.Client(lc) as one:
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as lc,
+        distributed.Client(lc) as one,
+    ):
         for c in (client, one):
             fetched.clear()
             with KernelSource.from_points(X, Z, "sne", client=c, **kw) as dist:
@@ -376,8 +407,10 @@ def test_a_foreign_server_is_not_a_scheduler(reply):
 
 def test_malformed_addresses_name_the_address():
     for address in ("foo", "tcp://foo", "127.0.0.1:http"):
-        with pytest.raises(ConnectionError, match=f"{address!r} is not a Dask scheduler "
-                                                  f"address.*scheduler-host:8786"):
+        with pytest.raises(
+            ConnectionError,
+            match=f"{address!r} is not a Dask scheduler address.*scheduler-host:8786",
+        ):
             connect(address, timeout=1)
     with pytest.raises(TypeError, match="address must be a non-empty string"):
         connect("", timeout=1)

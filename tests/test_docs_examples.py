@@ -62,8 +62,9 @@ def _blocks(page):
             j += 1
         if j == len(lines):
             raise AssertionError(f"{page.name}:{start + 1}: unclosed code block")
-        out.append((start + 1, info, marker.group(1) if marker else None,
-                    "\n".join(lines[i + 1:j])))
+        out.append(
+            (start + 1, info, marker.group(1) if marker else None, "\n".join(lines[i + 1 : j]))
+        )
         i = j + 1
     return out
 
@@ -85,8 +86,7 @@ def _env():
 def _commands(code):
     """The shell commands of a block, continuation lines joined, comments dropped."""
     joined = re.sub(r"\\\n\s*", " ", code)
-    return [c.strip() for c in joined.splitlines()
-            if c.strip() and not c.strip().startswith("#")]
+    return [c.strip() for c in joined.splitlines() if c.strip() and not c.strip().startswith("#")]
 
 
 def _cuda_gpu():
@@ -135,8 +135,14 @@ def test_block(item, tmp_path):
             pytest.skip(f"{where}: needs a CUDA GPU, and Numba finds none here")
         script = tmp_path / "example.py"
         script.write_text(code, encoding="utf-8")
-        proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(),
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, f"{where}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
         return
     if marker == "ci":
@@ -165,6 +171,12 @@ def test_block(item, tmp_path):
                 check(args, getattr(args, "parser", parser))
         return
     assert marker is None, f"{where}: unknown docs-test marker {marker!r}"
-    proc = subprocess.run(["bash", "-e", "-c", code], cwd=tmp_path, env=_env(),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        ["bash", "-e", "-c", code],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, f"{where}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"

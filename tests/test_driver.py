@@ -157,8 +157,7 @@ def test_reference_cache_for_lazy_sources(tmp_path):
 @pytest.mark.parametrize("method", solvers.METHODS)
 def test_driver_reaches_tolerance_for_every_method(problem, method):
     G, ref = problem
-    out = solve_to_tolerance(G, 5, method, 1e-2, reference=ref, weights="uniform",
-                             random_state=0)
+    out = solve_to_tolerance(G, 5, method, 1e-2, reference=ref, weights="uniform", random_state=0)
     assert out.converged
     assert out.eta <= 1e-2
     assert out.eta == pytest.approx(eta(ref, out.result, weights="uniform"))
@@ -170,14 +169,23 @@ def test_driver_reaches_tolerance_for_every_method(problem, method):
     assert all(np.isfinite(h["residual_estimate"]) for h in out.history)
 
 
-@pytest.mark.parametrize("method", ["rsvd", "block_krylov", "generalized_nystrom",
-                                    "sym_nystrom", "asym_nystrom"])
+@pytest.mark.parametrize(
+    "method", ["rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom", "asym_nystrom"]
+)
 def test_driver_stops_at_the_cap_with_the_best_answer(problem, method):
     G, ref = problem
     max_effort = {"rsvd": 5, "block_krylov": 0, "generalized_nystrom": 5}.get(method, 12)
-    out = solve_to_tolerance(G, 5, method, 1e-14, reference=ref, weights="uniform",
-                             max_effort=max_effort, random_state=1,
-                             n_iter=0)
+    out = solve_to_tolerance(
+        G,
+        5,
+        method,
+        1e-14,
+        reference=ref,
+        weights="uniform",
+        max_effort=max_effort,
+        random_state=1,
+        n_iter=0,
+    )
     assert not out.converged
     assert out.history[-1]["effort"] == max_effort
     assert len(out.history) == len(effort_schedule(method, 5, G.shape, max_effort=max_effort))
@@ -189,17 +197,27 @@ def test_driver_stops_at_the_cap_with_the_best_answer(problem, method):
 def test_driver_time_limit_abandons_the_schedule(problem):
     G, ref = problem
     # eps below any rounding: even the exact full-sample answer is not accepted
-    full = solve_to_tolerance(G, 5, "asym_nystrom", 1e-30, reference=ref, weights="uniform",
-                              random_state=1)
+    full = solve_to_tolerance(
+        G, 5, "asym_nystrom", 1e-30, reference=ref, weights="uniform", random_state=1
+    )
     assert full.stopped_by == "cap" and len(full.history) > 2
     # a limit far below one solve: the first effort runs, nothing after it
-    out = solve_to_tolerance(G, 5, "asym_nystrom", 1e-30, reference=ref, weights="uniform",
-                             random_state=1, time_limit=1e-9)
+    out = solve_to_tolerance(
+        G,
+        5,
+        "asym_nystrom",
+        1e-30,
+        reference=ref,
+        weights="uniform",
+        random_state=1,
+        time_limit=1e-9,
+    )
     assert not out.converged and out.stopped_by == "time_limit"
     assert len(out.history) == 1
     assert out.history[0]["effort"] == full.history[0]["effort"]
-    ok = solve_to_tolerance(G, 5, "asym_nystrom", 1e-2, reference=ref, weights="uniform",
-                            random_state=0, time_limit=1e6)
+    ok = solve_to_tolerance(
+        G, 5, "asym_nystrom", 1e-2, reference=ref, weights="uniform", random_state=0, time_limit=1e6
+    )
     assert ok.converged and ok.stopped_by == "converged"
     with pytest.raises(ValueError, match="time_limit"):
         solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, time_limit=0)
@@ -209,31 +227,45 @@ def test_driver_residual_operator_is_used_for_the_estimates(problem):
     G, ref = problem
     plain = solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, random_state=0)
     # the same matrix behind another interface: the same estimates
-    same = solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, random_state=0,
-                              residual_operator=aslinearoperator(G))
+    same = solve_to_tolerance(
+        G, 5, "rsvd", 1e-2, reference=ref, random_state=0, residual_operator=aslinearoperator(G)
+    )
     assert [h["residual_estimate"] for h in same.history] == pytest.approx(
-        [h["residual_estimate"] for h in plain.history], rel=1e-10)
+        [h["residual_estimate"] for h in plain.history], rel=1e-10
+    )
     # a different matrix gives different estimates, so the operator really is the one used
-    other = solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, random_state=0,
-                               residual_operator=2.0 * G)
+    other = solve_to_tolerance(
+        G, 5, "rsvd", 1e-2, reference=ref, random_state=0, residual_operator=2.0 * G
+    )
     assert other.history[0]["residual_estimate"] != pytest.approx(
-        plain.history[0]["residual_estimate"], rel=1e-3)
+        plain.history[0]["residual_estimate"], rel=1e-3
+    )
     with pytest.raises(ValueError, match="residual_operator"):
         solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, residual_operator=G[:-1])
 
 
 def test_driver_residual_stop(problem):
     G, ref = problem
-    out = solve_to_tolerance(G, 5, "asym_nystrom", 1e-3, reference=ref, weights="uniform",
-                             stop="residual", random_state=2)
+    out = solve_to_tolerance(
+        G,
+        5,
+        "asym_nystrom",
+        1e-3,
+        reference=ref,
+        weights="uniform",
+        stop="residual",
+        random_state=2,
+    )
     assert out.converged and out.stop == "residual"
     assert out.residual_estimate <= 1e-3
     assert out.residual_estimate == pytest.approx(
-        residual_estimate(G, out.result, weights="uniform"))
+        residual_estimate(G, out.result, weights="uniform")
+    )
     # The estimate is conservative here, so eta is met too.
     assert out.eta <= 1e-3
-    no_ref = solve_to_tolerance(G, 5, "asym_nystrom", 1e-3, weights="uniform",
-                                stop="residual", random_state=2)
+    no_ref = solve_to_tolerance(
+        G, 5, "asym_nystrom", 1e-3, weights="uniform", stop="residual", random_state=2
+    )
     assert no_ref.converged and np.isnan(no_ref.eta)
     assert no_ref.effort == out.effort
 
@@ -249,8 +281,9 @@ def test_driver_is_deterministic_and_times_repeats(problem):
 
 def test_driver_computes_and_caches_reference(tmp_path):
     G = low_rank_plus_noise(80, 60, k=15, decay=0.5, noise=1e-6, seed=4)
-    out = solve_to_tolerance(G, 3, "tsvd", 1e-8, weights="relative", cache_dir=tmp_path,
-                             random_state=0)
+    out = solve_to_tolerance(
+        G, 3, "tsvd", 1e-8, weights="relative", cache_dir=tmp_path, random_state=0
+    )
     assert out.converged and out.eta <= 1e-8 and len(out.history) == 1
     assert len(list(tmp_path.glob("*.npz"))) == 1
 
@@ -268,8 +301,7 @@ def test_driver_validation(problem):
     with pytest.raises(ValueError, match="weights"):
         solve_to_tolerance(G, 5, "rsvd", 1e-2, reference=ref, weights="flat")
     with pytest.raises(ValueError, match="n_samples"):
-        solve_to_tolerance(G, 5, "asym_nystrom", 1e-2, reference=ref,
-                           options={"n_samples": 20})
+        solve_to_tolerance(G, 5, "asym_nystrom", 1e-2, reference=ref, options={"n_samples": 20})
     with pytest.raises(ValueError, match="fewer than rank"):
         solve_to_tolerance(G, 6, "rsvd", 1e-2, reference=ref)
     with pytest.raises(ValueError, match="strictly increasing"):
@@ -285,15 +317,34 @@ def test_schedules_of_the_pass_efficient_methods():
     # block Krylov grows its depth n_iter up to the first basis of (q + 1) blocks of rank + p
     # columns that spans min(N, M) = 250 dimensions: q = 250 / (5 + 5) - 1 = 24
     assert effort_schedule("block_krylov", 5, (300, 250), n_oversamples=5) == [
-        0, 1, 2, 3, 4, 6, 8, 12, 16, 24]
-    assert effort_schedule("block_krylov", 5, (300, 250), n_oversamples=5,
-                           max_effort=10) == [0, 1, 2, 3, 4, 6, 8, 10]
+        0,
+        1,
+        2,
+        3,
+        4,
+        6,
+        8,
+        12,
+        16,
+        24,
+    ]
+    assert effort_schedule("block_krylov", 5, (300, 250), n_oversamples=5, max_effort=10) == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        6,
+        8,
+        10,
+    ]
     assert effort_schedule("block_krylov", 10, (30, 25), n_oversamples=20) == [0]
     assert effort_schedule("block_krylov", 5, (300, 251), n_oversamples=5)[-1] == 25
     assert effort_schedule("block_krylov", 5, (300, 250))[-2:] == [12, 16]  # the solver's p=10
     # generalized Nystrom grows its oversampling, as RSVD does
     assert effort_schedule("generalized_nystrom", 5, (300, 250)) == effort_schedule(
-        "rsvd", 5, (300, 250))
+        "rsvd", 5, (300, 250)
+    )
     with pytest.raises(ValueError, match="n_oversamples"):
         effort_schedule("block_krylov", 5, (300, 250), n_oversamples=-1)
 
@@ -323,11 +374,11 @@ def test_driver_exact_answer_on_a_repeated_value_converges():
     """The issue's reproducer: sigma = 5 six times, rank 3 cuts the cluster."""
     G = repeated_value_problem()
     # metric named: scored against a reference (without one the default stop is "estimate")
-    out = solve_to_tolerance(G, 3, "tsvd", 1e-2, metric="eta", weights="uniform",
-                             random_state=0)
+    out = solve_to_tolerance(G, 3, "tsvd", 1e-2, metric="eta", weights="uniform", random_state=0)
     assert out.converged and out.eta < 1e-12 and out.value == out.eta
-    literal = solve_to_tolerance(G, 3, "tsvd", 1e-2, metric="eta", weights="uniform",
-                                 random_state=0, cluster_rtol=None)
+    literal = solve_to_tolerance(
+        G, 3, "tsvd", 1e-2, metric="eta", weights="uniform", random_state=0, cluster_rtol=None
+    )
     assert not literal.converged and literal.eta > 0.1
     for metric in ("lowrank", "subspace"):
         out = solve_to_tolerance(G, 3, "tsvd", 1e-8, metric=metric, random_state=0)
@@ -337,8 +388,9 @@ def test_driver_exact_answer_on_a_repeated_value_converges():
 def test_reference_closes_a_cut_cluster_on_every_route():
     rng = np.random.default_rng(5)
     s = np.concatenate([[3.0, 2.0, 2.0, 2.0, 2.0], 0.5 ** np.arange(1, 26)])
-    G = ((np.linalg.qr(rng.standard_normal((60, 30)))[0] * s)
-         @ np.linalg.qr(rng.standard_normal((40, 30)))[0].T)
+    G = (np.linalg.qr(rng.standard_normal((60, 30)))[0] * s) @ np.linalg.qr(
+        rng.standard_normal((40, 30))
+    )[0].T
     for limit in (None, 0):  # dense LAPACK, then ARPACK
         plain = reference_svd(G, 2, max_dense_entries=limit)
         assert len(plain.s) == 2
@@ -351,31 +403,34 @@ def test_reference_closes_a_cut_cluster_on_every_route():
 def test_driver_lowrank_metric_matches_the_metric(problem, monkeypatch):
     G, ref = problem
     for method in ("rsvd", "asym_nystrom"):
-        out = solve_to_tolerance(G, 5, method, 1e-3, reference=ref, metric="lowrank",
-                                 random_state=0)
+        out = solve_to_tolerance(
+            G, 5, method, 1e-3, reference=ref, metric="lowrank", random_state=0
+        )
         assert out.converged and out.metric == "lowrank"
         assert out.value == out.lowrank <= 1e-3
         assert out.value == pytest.approx(lowrank_error(G, ref, out.result, rank=5), rel=1e-12)
         assert all(h["value"] == h["lowrank"] for h in out.history)
         assert np.isfinite(out.eta) and np.isnan(out.subspace)
     # eta stops, lowrank is recorded alongside; beyond the pass limit, products are used
-    tracked = solve_to_tolerance(G, 5, "rsvd", 1e-6, reference=ref, random_state=0,
-                                 track=("eta", "lowrank", "subspace"))
+    tracked = solve_to_tolerance(
+        G, 5, "rsvd", 1e-6, reference=ref, random_state=0, track=("eta", "lowrank", "subspace")
+    )
     monkeypatch.setattr("ksvd_bench._scoring.LOWRANK_PASS_MAX_ENTRIES", 0)
-    products = solve_to_tolerance(G, 5, "rsvd", 1e-6, reference=ref, random_state=0,
-                                  track=("lowrank",))
+    products = solve_to_tolerance(
+        G, 5, "rsvd", 1e-6, reference=ref, random_state=0, track=("lowrank",)
+    )
     assert [h["eta"] for h in products.history] == [h["eta"] for h in tracked.history]
     for a, b in zip(products.history, tracked.history, strict=True):
         assert np.isfinite(b["subspace"]) and b["value"] == b["eta"]
         assert a["lowrank"] == pytest.approx(b["lowrank"], rel=1e-6)
     assert products.lowrank == pytest.approx(
-        lowrank_error(G, ref, products.result, rank=5, method="products"), rel=1e-12)
+        lowrank_error(G, ref, products.result, rank=5, method="products"), rel=1e-12
+    )
 
 
 def test_driver_subspace_metric(problem):
     G, ref = problem
-    out = solve_to_tolerance(G, 5, "rsvd", 1e-4, reference=ref, metric="subspace",
-                             random_state=1)
+    out = solve_to_tolerance(G, 5, "rsvd", 1e-4, reference=ref, metric="subspace", random_state=1)
     assert out.converged and out.value <= 1e-4
     assert out.value == max(subspace_error(ref, out.result))
 
@@ -442,8 +497,13 @@ def test_reference_cache_keyed_by_definition_survives_last_bit_changes(tmp_path)
     np.testing.assert_allclose(redo.s, np.linalg.svd(other, compute_uv=False)[:4], rtol=1e-12)
     assert reference_svd(other, 4, cache_dir=tmp_path, key=definition).info["cached"] is True
     # the driver passes its cache_key on (with its cluster_rtol: an entry of its own)
-    out = solve_to_tolerance(other, 4, "tsvd", 1e-8, cache_dir=tmp_path, cache_key=definition,
-                             random_state=0)
+    out = solve_to_tolerance(
+        other, 4, "tsvd", 1e-8, cache_dir=tmp_path, cache_key=definition, random_state=0
+    )
     assert out.converged
-    assert reference_svd(other, 4, cache_dir=tmp_path, key=definition,
-                         cluster_rtol=CLUSTER_RTOL).info["cached"] is True
+    assert (
+        reference_svd(other, 4, cache_dir=tmp_path, key=definition, cluster_rtol=CLUSTER_RTOL).info[
+            "cached"
+        ]
+        is True
+    )

@@ -33,8 +33,12 @@ def _skipping_one(U0, s, V0, **info):
 
     def make(r, effort):
         keep = [*range(r - 1), r]
-        return SVDResult(U=U0[:, keep].copy(), s=s[keep].copy(), V=V0[:, keep].copy(),
-                         info={"effort": effort, "n_matvec": 0, **info})
+        return SVDResult(
+            U=U0[:, keep].copy(),
+            s=s[keep].copy(),
+            V=V0[:, keep].copy(),
+            info={"effort": effort, "n_matvec": 0, **info},
+        )
 
     return make
 
@@ -42,27 +46,48 @@ def _skipping_one(U0, s, V0, **info):
 def test_statuses_are_the_documented_four():
     assert STATUSES == ("converged", "not converged", "unreliable", "stopped early, wrong")
     assert "stopped_early" in STOPPED_BY
-    built = ToleranceResult(method="rsvd", effort=0, eta=0.0, seconds=0.0, converged=True,
-                            result=None)
+    built = ToleranceResult(
+        method="rsvd", effort=0, eta=0.0, seconds=0.0, converged=True, result=None
+    )
     assert built.status == "converged"
     with pytest.raises(ValueError, match="status"):
-        ToleranceResult(method="rsvd", effort=0, eta=0.0, seconds=0.0, converged=False,
-                        result=None, status="fine")
+        ToleranceResult(
+            method="rsvd",
+            effort=0,
+            eta=0.0,
+            seconds=0.0,
+            converged=False,
+            result=None,
+            status="fine",
+        )
 
 
-@pytest.mark.parametrize("stop, eps, metric, wrong", [
-    ("estimate", 0.1, "eta", 0.4),        # eta (uniform): one vector of five orthogonal
-    ("residual", 0.5, "subspace", 1.0),   # the residual estimate sees 0.4; the sine is 1
-])
-def test_a_reference_free_stop_that_fires_on_a_wrong_answer_is_shown(halving, monkeypatch,
-                                                                      stop, eps, metric, wrong):
+@pytest.mark.parametrize(
+    "stop, eps, metric, wrong",
+    [
+        ("estimate", 0.1, "eta", 0.4),  # eta (uniform): one vector of five orthogonal
+        ("residual", 0.5, "subspace", 1.0),  # the residual estimate sees 0.4; the sine is 1
+    ],
+)
+def test_a_reference_free_stop_that_fires_on_a_wrong_answer_is_shown(
+    halving, monkeypatch, stop, eps, metric, wrong
+):
     G, U0, s, V0 = halving
     from ksvd_bench.driver import reference_svd
 
     ref = reference_svd(G, 5)
     _fake(monkeypatch, _skipping_one(U0, s, V0))
-    out = solve_to_tolerance(G, 5, "rsvd", eps, reference=ref, stop=stop, metric=metric,
-                             weights="uniform", random_state=0)
+    out = solve_to_tolerance(
+        G,
+        5,
+        "rsvd",
+        eps,
+        reference=ref,
+        stop=stop,
+        metric=metric,
+        weights="uniform",
+        random_state=0,
+    )
     first = out.history[0]
     # the stop fired and the triplets are exact, but the reference shows a missed direction
     assert first["stop_value"] <= eps and first["triplet_residual"] < 1e-12
@@ -72,8 +97,15 @@ def test_a_reference_free_stop_that_fires_on_a_wrong_answer_is_shown(halving, mo
     assert out.status == "stopped early, wrong" and not out.converged
     assert out.stopped_by == "stopped_early" and out.value == pytest.approx(wrong, abs=1e-9)
     # the same stop without a reference accepts it: that is what the row exists to show
-    free = solve_to_tolerance(G, 5, "rsvd", eps, stop=stop, random_state=0,
-                              **({"weights": "uniform"} if stop == "residual" else {}))
+    free = solve_to_tolerance(
+        G,
+        5,
+        "rsvd",
+        eps,
+        stop=stop,
+        random_state=0,
+        **({"weights": "uniform"} if stop == "residual" else {}),
+    )
     assert free.converged and free.status == "converged"
 
 
@@ -87,8 +119,17 @@ def test_converged_always_meets_the_whole_triplet_rule(halving):
         for method in ("rsvd", "asym_nystrom"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                out = solve_to_tolerance(G, 4, method, 0.1, reference=ref, stop=stop,
-                                         weights="relative", random_state=0, max_effort=60)
+                out = solve_to_tolerance(
+                    G,
+                    4,
+                    method,
+                    0.1,
+                    reference=ref,
+                    stop=stop,
+                    weights="relative",
+                    random_state=0,
+                    max_effort=60,
+                )
             for h in [*out.history, vars(out)]:
                 assert h["status"] in STATUSES
                 assert h["converged"] == (h["status"] == "converged")
@@ -101,14 +142,20 @@ def test_converged_always_meets_the_whole_triplet_rule(halving):
 
 def test_unreliable_and_not_converged(halving, monkeypatch):
     G, U0, s, V0 = halving
-    _fake(monkeypatch, lambda r, e: SVDResult(U=U0[:, :r], s=s[:r], V=V0[:, :r],
-                                              info={"effort": e, "reliable": False}))
+    _fake(
+        monkeypatch,
+        lambda r, e: SVDResult(
+            U=U0[:, :r], s=s[:r], V=V0[:, :r], info={"effort": e, "reliable": False}
+        ),
+    )
     out = solve_to_tolerance(G, 3, "rsvd", 1e-2, metric="eta", random_state=0, max_effort=5)
     assert [h["status"] for h in out.history] == ["unreliable", "unreliable"]
     assert out.status == "unreliable" and out.stopped_by == "cap"
     # values 3% off with eps 1e-2: the reference stop's measure passes, the values do not
-    _fake(monkeypatch, lambda r, e: SVDResult(U=U0[:, :r], s=s[:r] * 0.97, V=V0[:, :r],
-                                              info={"effort": e}))
+    _fake(
+        monkeypatch,
+        lambda r, e: SVDResult(U=U0[:, :r], s=s[:r] * 0.97, V=V0[:, :r], info={"effort": e}),
+    )
     out = solve_to_tolerance(G, 3, "rsvd", 1e-2, metric="eta", random_state=0, max_effort=0)
     assert out.value < 1e-12 and out.status == "not converged"
 
@@ -116,8 +163,11 @@ def test_unreliable_and_not_converged(halving, monkeypatch):
 def test_an_argument_the_stop_does_not_use_is_an_error(halving):
     G = halving[0]
     # issue 20 §5: no reference, so the estimate stop runs, and it has no use for weights
-    with pytest.raises(ValueError, match=r"weights='uniform' is not used by stop='estimate'"
-                                         r".*relative low-rank error") as err:
+    with pytest.raises(
+        ValueError,
+        match=r"weights='uniform' is not used by stop='estimate'"
+        r".*relative low-rank error",
+    ) as err:
         solve_to_tolerance(G, 10, "rsvd", 1e-2, weights="uniform")
     assert "reference=" in str(err.value)
     # §6: metric= with stop="estimate" and nothing to measure against
@@ -126,12 +176,22 @@ def test_an_argument_the_stop_does_not_use_is_an_error(halving):
     with pytest.raises(ValueError, match=r"metric='eta' is not used by stop='residual'"):
         solve_to_tolerance(G, 10, "rsvd", 1e-2, stop="residual", metric="eta")
     # used: weights by the residual stop, both by the scoring when a reference is given
-    out = solve_to_tolerance(G, 3, "rsvd", 1e-1, stop="residual", weights="uniform",
-                             random_state=0, max_effort=5)
+    out = solve_to_tolerance(
+        G, 3, "rsvd", 1e-1, stop="residual", weights="uniform", random_state=0, max_effort=5
+    )
     assert out.weights == "uniform" and np.isfinite(out.residual_estimate)
     from ksvd_bench.driver import reference_svd
 
-    out = solve_to_tolerance(G, 3, "rsvd", 1e-1, stop="estimate", metric="lowrank",
-                             weights="uniform", reference=reference_svd(G, 3),
-                             random_state=0, max_effort=5)
+    out = solve_to_tolerance(
+        G,
+        3,
+        "rsvd",
+        1e-1,
+        stop="estimate",
+        metric="lowrank",
+        weights="uniform",
+        reference=reference_svd(G, 3),
+        random_state=0,
+        max_effort=5,
+    )
     assert np.isfinite(out.lowrank) and np.isfinite(out.eta)

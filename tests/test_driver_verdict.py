@@ -27,8 +27,9 @@ def halving():
 
 
 def _answer(U, s, V, **info):
-    return SVDResult(U=np.array(U), s=np.array(s), V=np.array(V),
-                     info={"effort": 0, "n_matvec": 0, **info})
+    return SVDResult(
+        U=np.array(U), s=np.array(s), V=np.array(V), info={"effort": 0, "n_matvec": 0, **info}
+    )
 
 
 def _fake_svd(make):
@@ -46,14 +47,16 @@ def _true_sv_error(answer, s_true, r):
 
 def test_reproducer_verdict_matches_the_true_values(halving):
     G, U0, s, V0 = halving
-    out = solve_to_tolerance(G, 5, "block_krylov", 0.1, metric="lowrank",
-                             options={"n_oversamples": 40}, random_state=0)
+    out = solve_to_tolerance(
+        G, 5, "block_krylov", 0.1, metric="lowrank", options={"n_oversamples": 40}, random_state=0
+    )
     # Whatever the solver does at q = 0, an accepted answer has the right values and a V
     # that pairs with U (checked here from the exact factors, not from the driver's fields).
     true_sv = _true_sv_error(out.result, s, 5)
     U, V = out.result.U, out.result.V
-    residual = max(np.linalg.norm(G @ V - U * out.result.s),
-                   np.linalg.norm(G.T @ U - V * out.result.s)) / np.linalg.norm(s[:5])
+    residual = max(
+        np.linalg.norm(G @ V - U * out.result.s), np.linalg.norm(G.T @ U - V * out.result.s)
+    ) / np.linalg.norm(s[:5])
     assert out.sv_error == pytest.approx(true_sv, rel=1e-9, abs=1e-15)
     if out.converged:
         assert true_sv <= 0.1 and residual <= 0.1
@@ -70,12 +73,19 @@ def test_reproducer_wrong_answer_is_rejected(halving, monkeypatch):
 
     def wrong(rank, effort):
         V = np.linalg.qr(rng.standard_normal((300, rank)))[0]
-        return _answer(U0[:, :rank], s[:rank] * np.linspace(0.30, 0.42, rank), V,
-                       effort=effort)
+        return _answer(U0[:, :rank], s[:rank] * np.linspace(0.30, 0.42, rank), V, effort=effort)
 
     monkeypatch.setattr(solvers, "svd", _fake_svd(wrong))
-    out = solve_to_tolerance(G, 5, "block_krylov", 0.1, metric="lowrank",
-                             options={"n_oversamples": 40}, random_state=0, max_effort=2)
+    out = solve_to_tolerance(
+        G,
+        5,
+        "block_krylov",
+        0.1,
+        metric="lowrank",
+        options={"n_oversamples": 40},
+        random_state=0,
+        max_effort=2,
+    )
     assert all(h["value"] <= 0.1 for h in out.history)  # the measure alone would accept it
     assert not out.converged and out.stopped_by == "cap"
     assert not any(h["converged"] for h in out.history)
@@ -87,14 +97,15 @@ def test_wrong_pairing_alone_is_rejected(halving, monkeypatch):
     """Right U, right values, V of the right subspace but paired in the wrong order."""
     G, U0, s, V0 = halving
     swapped = [1, 0, 2, 3, 4]
-    monkeypatch.setattr(solvers, "svd", _fake_svd(
-        lambda r, e: _answer(U0[:, :r], s[:r], V0[:, swapped][:, :r], effort=e)))
-    out = solve_to_tolerance(G, 5, "rsvd", 1e-3, metric="subspace", random_state=0,
-                             max_effort=0)
+    monkeypatch.setattr(
+        solvers,
+        "svd",
+        _fake_svd(lambda r, e: _answer(U0[:, :r], s[:r], V0[:, swapped][:, :r], effort=e)),
+    )
+    out = solve_to_tolerance(G, 5, "rsvd", 1e-3, metric="subspace", random_state=0, max_effort=0)
     assert out.value < 1e-12 and out.sv_error < 1e-12  # subspaces and values are exact
     # ||G V~ - U S|| = ||[0.5 u1 - u0, u0 - 0.5 u1]||: sqrt(2.5) over ||s[:5]|| = 1.1547
-    assert out.triplet_residual == pytest.approx(np.sqrt(2.5) / np.linalg.norm(s[:5]),
-                                                 rel=1e-9)
+    assert out.triplet_residual == pytest.approx(np.sqrt(2.5) / np.linalg.norm(s[:5]), rel=1e-9)
     assert not out.converged
 
 
@@ -108,8 +119,7 @@ def test_unreliable_answer_never_converges_and_warnings_are_data(halving, monkey
 
     monkeypatch.setattr(solvers, "svd", _fake_svd(flagged))
     with pytest.warns(RuntimeWarning, match="cannot trust this") as record:
-        out = solve_to_tolerance(G, 5, "rsvd", 1e-2, metric="eta", random_state=0,
-                                 max_effort=5)
+        out = solve_to_tolerance(G, 5, "rsvd", 1e-2, metric="eta", random_state=0, max_effort=5)
     assert out.eta < 1e-12 and out.sv_error < 1e-12  # exact, but the solver said no
     assert not out.converged and out.reliable is False
     assert out.n_warnings == 2 and out.warnings == ["cannot trust this"]
@@ -120,8 +130,9 @@ def test_unreliable_answer_never_converges_and_warnings_are_data(halving, monkey
 
 def test_missing_reliable_key_counts_as_reliable(halving, monkeypatch):
     G, U0, s, V0 = halving
-    monkeypatch.setattr(solvers, "svd", _fake_svd(
-        lambda r, e: _answer(U0[:, :r], s[:r], V0[:, :r], effort=e)))
+    monkeypatch.setattr(
+        solvers, "svd", _fake_svd(lambda r, e: _answer(U0[:, :r], s[:r], V0[:, :r], effort=e))
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning raised, none emitted
         out = solve_to_tolerance(G, 5, "rsvd", 1e-2, metric="eta", random_state=0)
@@ -130,10 +141,14 @@ def test_missing_reliable_key_counts_as_reliable(halving, monkeypatch):
 
 def test_separate_sv_tolerance(halving, monkeypatch):
     G, U0, s, V0 = halving
-    monkeypatch.setattr(solvers, "svd", _fake_svd(
-        lambda r, e: _answer(U0[:, :r], s[:r] * (1 - 0.02), V0[:, :r], effort=e)))
-    strict = solve_to_tolerance(G, 5, "rsvd", 1e-1, metric="eta", random_state=0,
-                                max_effort=0, sv_tol=1e-3)
+    monkeypatch.setattr(
+        solvers,
+        "svd",
+        _fake_svd(lambda r, e: _answer(U0[:, :r], s[:r] * (1 - 0.02), V0[:, :r], effort=e)),
+    )
+    strict = solve_to_tolerance(
+        G, 5, "rsvd", 1e-1, metric="eta", random_state=0, max_effort=0, sv_tol=1e-3
+    )
     assert strict.sv_error == pytest.approx(0.02) and not strict.converged
     loose = solve_to_tolerance(G, 5, "rsvd", 1e-1, metric="eta", random_state=0, max_effort=0)
     assert loose.converged  # sv_tol defaults to eps
@@ -149,8 +164,7 @@ def test_repr_shows_eta_once(halving):
     G = halving[0]
     out = solve_to_tolerance(G, 3, "rsvd", 1e-2, metric="eta", random_state=0, max_effort=5)
     assert repr(out).count("eta=") == 1
-    low = solve_to_tolerance(G, 3, "rsvd", 1e-2, metric="lowrank", random_state=0,
-                             max_effort=5)
+    low = solve_to_tolerance(G, 3, "rsvd", 1e-2, metric="lowrank", random_state=0, max_effort=5)
     assert repr(low).count("eta=") == 1 and "lowrank=" in repr(low)
     assert "sv_error=" in repr(low) and "n_warnings=" in repr(low)
 
@@ -180,15 +194,19 @@ def test_estimate_is_the_default_stop_without_a_reference():
     assert out.relative_error_estimate == pytest.approx(err / np.linalg.norm(G), rel=1e-8)
     assert out.converged and err <= 0.1 * np.linalg.norm(G)
     # a tolerance below the optimum ||G - G_10||_F / ||G||_F is never met
-    tail = np.sqrt(np.sum(np.arange(11, 201, dtype=float) ** -3.0) / np.sum(
-        np.arange(1, 201, dtype=float) ** -3.0))
+    tail = np.sqrt(
+        np.sum(np.arange(11, 201, dtype=float) ** -3.0)
+        / np.sum(np.arange(1, 201, dtype=float) ** -3.0)
+    )
     never = solve_to_tolerance(G, 10, "rsvd", 0.9 * tail, random_state=0, max_effort=20)
     assert not never.converged and never.stopped_by == "cap"
     assert all(h["relative_error_estimate"] >= tail * (1 - 1e-9) for h in never.history)
 
 
-@pytest.mark.parametrize("method, kind", [("generalized_nystrom", "probes"),
-                                          ("rsvd", "fused_loo"), ("block_krylov", "fused_loo")])
+@pytest.mark.parametrize(
+    "method, kind",
+    [("generalized_nystrom", "probes"), ("rsvd", "fused_loo"), ("block_krylov", "fused_loo")],
+)
 def test_estimate_without_the_norm_is_randomized_and_stays_in_band(method, kind):
     G = slow_decay()
     op = aslinearoperator(G)  # no norm: the solver's leave-one-out or the probes decide
@@ -207,8 +225,7 @@ def test_estimate_without_the_norm_is_randomized_and_stays_in_band(method, kind)
             assert 2 * out.relative_error_estimate <= 0.15
     assert all(0.5 <= r <= 2 for r in ratios)
     # given ||G||_F, the same operator gets the exact gap
-    known = solve_to_tolerance(op, 10, method, 0.1, random_state=0, norm_fro=norm,
-                               max_effort=20)
+    known = solve_to_tolerance(op, 10, method, 0.1, random_state=0, norm_fro=norm, max_effort=20)
     assert all(h["estimate_kind"] == "gap" for h in known.history)
     err = np.linalg.norm(G - known.result.U @ (known.result.U.T @ G))
     assert known.error_estimate == pytest.approx(err, rel=1e-8)
@@ -217,8 +234,17 @@ def test_estimate_without_the_norm_is_randomized_and_stays_in_band(method, kind)
 def test_estimate_stop_with_reference_records_both():
     G = slow_decay()
     ref = reference_svd(G, 10)
-    out = solve_to_tolerance(G, 10, "asym_nystrom", 0.1, reference=ref, stop="estimate",
-                             metric="lowrank", random_state=0, max_effort=60)
+    out = solve_to_tolerance(
+        G,
+        10,
+        "asym_nystrom",
+        0.1,
+        reference=ref,
+        stop="estimate",
+        metric="lowrank",
+        random_state=0,
+        max_effort=60,
+    )
     assert out.stop == "estimate" and np.isfinite(out.lowrank) and np.isfinite(out.sv_error)
     terms = lowrank_error(G, ref, out.result, rank=10, return_terms=True)[1]
     assert out.error_estimate == pytest.approx(terms["error"], rel=1e-6)

@@ -86,8 +86,10 @@ def test_leave_one_out_matches_the_direct_formula():
     direct = np.sqrt(np.mean(1.0 / np.sum(np.linalg.inv(R) ** 2, axis=1)))
     assert leave_one_out_error(Y) == pytest.approx(direct, rel=1e-8)
     # and term by term by brute force
-    brute = [np.linalg.norm(Y[:, i] - (Q := np.linalg.qr(np.delete(Y, i, 1))[0]) @ (Q.T @ Y[:, i]))
-             for i in range(12)]
+    brute = [
+        np.linalg.norm(Y[:, i] - (Q := np.linalg.qr(np.delete(Y, i, 1))[0]) @ (Q.T @ Y[:, i]))
+        for i in range(12)
+    ]
     assert leave_one_out_error(Y) == pytest.approx(np.sqrt(np.mean(np.square(brute))), rel=1e-8)
 
 
@@ -115,7 +117,8 @@ def test_probe_error_unbiased_in_square_and_in_band():
     assert np.mean(draws**2) == pytest.approx(true**2, rel=0.05)
     assert np.all((draws >= 0.5 * true) & (draws <= 2 * true))
     assert probe_error(G @ rng.standard_normal((150, 400))) == pytest.approx(
-        np.linalg.norm(G), rel=0.1)
+        np.linalg.norm(G), rel=0.1
+    )
     with pytest.raises(ValueError, match="rows"):
         probe_error(G @ rng.standard_normal((150, 10)), Q[:-1])
 
@@ -175,7 +178,8 @@ def test_krylov_leave_one_out_matches_the_power_basis():
     K = np.hstack([X, G @ (G.T @ X), G @ (G.T @ (G @ (G.T @ X)))])
     R = linalg.qr(AQ, mode="economic")[1]
     assert krylov_leave_one_out_error(R, rec["C0"], rec["H"]) == pytest.approx(
-        leave_one_out_error(K, X, n_blocks=3), rel=1e-9)
+        leave_one_out_error(K, X, n_blocks=3), rel=1e-9
+    )
     with pytest.raises(ValueError, match="R must"):
         krylov_leave_one_out_error(R[:-1], rec["C0"], rec["H"])
 
@@ -211,11 +215,16 @@ def _true_error(G, res):
 SEEDED = [(power, seed) for power in (0.5, 1.0, 2.0) for seed in (0, 1)]
 
 
-@pytest.mark.parametrize("method, kw", [("rsvd", {"n_iter": 0}), ("rsvd", {"n_iter": 4}),
-                                        ("rsvd", {"n_iter": 3, "power_iteration_normalizer":
-                                                  "QR"}),
-                                        ("block_krylov", {"n_iter": 0}),
-                                        ("block_krylov", {"n_iter": 3})])
+@pytest.mark.parametrize(
+    "method, kw",
+    [
+        ("rsvd", {"n_iter": 0}),
+        ("rsvd", {"n_iter": 4}),
+        ("rsvd", {"n_iter": 3, "power_iteration_normalizer": "QR"}),
+        ("block_krylov", {"n_iter": 0}),
+        ("block_krylov", {"n_iter": 3}),
+    ],
+)
 def test_solver_estimate_gap_and_loo_in_band(method, kw):
     """Gap (the source knows ||G||_F) and leave-one-out (it does not) against the truth."""
     for power, seed in SEEDED:

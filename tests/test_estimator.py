@@ -93,7 +93,8 @@ def test_sparse_and_dense_input_agree():
     sparse = KSVD(5, random_state=0).fit(A)
     np.testing.assert_allclose(sparse.singular_values_, dense.singular_values_, rtol=1e-9)
     np.testing.assert_allclose(
-        _sign_aligned(dense.left_features_, sparse.left_features_), dense.left_features_,
+        _sign_aligned(dense.left_features_, sparse.left_features_),
+        dense.left_features_,
         atol=1e-7,
     )
     assert sparse.gamma_ == pytest.approx(paper_gamma(A, 1.0))
@@ -118,8 +119,9 @@ def test_generator_random_state_accepted():
 def test_asym_nystrom_solver_plugs_in():
     A = _data(60, 60, seed=8)
     exact = KSVD(3, kernel="rbf", random_state=0).fit(A)
-    approx = KSVD(3, kernel="rbf", solver="asym_nystrom", solver_options={"n_samples": 60},
-                  random_state=0).fit(A)
+    approx = KSVD(
+        3, kernel="rbf", solver="asym_nystrom", solver_options={"n_samples": 60}, random_state=0
+    ).fit(A)
     # with every row and column sampled the Nystrom approximation is G itself
     np.testing.assert_allclose(approx.singular_values_, exact.singular_values_, rtol=1e-6)
     assert approx.solver_info_["method"] == "asym_nystrom"
@@ -137,8 +139,9 @@ def test_kernel_values_used_by_transform_follow_kernel_matrix():
     A = _data(20, 20, seed=10)
     est = KSVD(2, kernel="rbf", center=False, random_state=0).fit(A)
     G = kernel_matrix(A, A.T.copy(), "rbf", gamma=est.gamma_)
-    np.testing.assert_allclose(est.transform(A), G @ est.right_features_ / est.singular_values_,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        est.transform(A), G @ est.right_features_ / est.singular_values_, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize(
@@ -174,8 +177,13 @@ def test_bad_input():
 
 @pytest.mark.parametrize(
     ("random_state", "exc"),
-    [(-1, ValueError), (1.5, TypeError), ("0", TypeError), (True, TypeError),
-     (np.random.RandomState(0), TypeError)],
+    [
+        (-1, ValueError),
+        (1.5, TypeError),
+        ("0", TypeError),
+        (True, TypeError),
+        (np.random.RandomState(0), TypeError),
+    ],
 )
 def test_bad_random_state_is_named(random_state, exc):
     # numpy's own message ("expected non-negative integer") does not say which argument
@@ -186,8 +194,12 @@ def test_bad_random_state_is_named(random_state, exc):
 @pytest.mark.parametrize("shape", [(12, 12), (12, 7)])
 @pytest.mark.parametrize(
     "params",
-    [dict(kernel="sne", gamma=1.0), dict(kernel="rbf", gamma=0.5), dict(kernel="linear"),
-     dict(kernel="sne", gamma=1.0, solver="rsvd")],
+    [
+        dict(kernel="sne", gamma=1.0),
+        dict(kernel="rbf", gamma=0.5),
+        dict(kernel="linear"),
+        dict(kernel="sne", gamma=1.0, solver="rsvd"),
+    ],
 )
 def test_all_zero_input_gives_zero_spectrum_and_zero_features(shape, params):
     # the centred kernel of an all-zero A is the zero matrix: no direction to learn

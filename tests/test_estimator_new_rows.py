@@ -87,8 +87,16 @@ def _documented_embedding(est, A, A_new, compat, kernel, center):
 
 
 def _fit(A, kernel, compat, center=True):
-    return KSVD(3, kernel=kernel, gamma=GAMMA, compat=compat, center=center, degree=DEGREE,
-                coef0=COEF0, random_state=0).fit(A)
+    return KSVD(
+        3,
+        kernel=kernel,
+        gamma=GAMMA,
+        compat=compat,
+        center=center,
+        degree=DEGREE,
+        coef0=COEF0,
+        random_state=0,
+    ).fit(A)
 
 
 SHAPES = [(20, 50), (50, 20), (30, 30)]  # rows mapped, columns mapped, square (rows mapped)
@@ -127,12 +135,17 @@ def test_sparse_data_embeds_new_rows_by_the_documented_formula(shape, compat):
     A_new = sp.random(6, shape[1], density=0.3, format="csr", random_state=rng)
     est = _fit(A, "rbf", compat)
     expected = _documented_embedding(est, A, A_new, compat, "rbf", True)
-    np.testing.assert_allclose(est.transform(A_new), expected, rtol=0,
-                               atol=1e-10 * np.abs(expected).max())
+    np.testing.assert_allclose(
+        est.transform(A_new), expected, rtol=0, atol=1e-10 * np.abs(expected).max()
+    )
     # the same map as for the dense copy, and training rows still give the left features
     dense = _fit(A.toarray(), "rbf", compat)
-    np.testing.assert_allclose(est.transform(A_new), dense.transform(A_new.toarray()),
-                               rtol=0, atol=1e-10 * np.abs(expected).max())
+    np.testing.assert_allclose(
+        est.transform(A_new),
+        dense.transform(A_new.toarray()),
+        rtol=0,
+        atol=1e-10 * np.abs(expected).max(),
+    )
     np.testing.assert_allclose(est.transform(A), est.left_features_, atol=1e-8)
 
 
@@ -172,8 +185,9 @@ def test_rank_deficient_data_use_the_whole_map():
     for compat in ("pca", "random", "pinv"):
         est = _fit(A, "sne", compat)
         expected = _documented_embedding(est, A, A_new, compat, "sne", True)
-        np.testing.assert_allclose(est.transform(A_new), expected, rtol=0,
-                                   atol=1e-10 * np.abs(expected).max())
+        np.testing.assert_allclose(
+            est.transform(A_new), expected, rtol=0, atol=1e-10 * np.abs(expected).max()
+        )
 
 
 def test_compat_maps_reproduce_compat_data_and_the_map():

@@ -89,8 +89,9 @@ def test_reconstruction_errors_large_uses_sparse_norm():
 
 def test_identical_reconstruction_is_zero_error():
     A = sp.csr_matrix(np.array([[0, 1.0], [1.0, 0]]))
-    assert reconstruction_errors(A, A) == dict(l1=0.0, l2=0.0, missing=0, spurious=0, n_diff=0,
-                                               frobenius=0.0)
+    assert reconstruction_errors(A, A) == dict(
+        l1=0.0, l2=0.0, missing=0, spurious=0, n_diff=0, frobenius=0.0
+    )
 
 
 def test_combine_features_modes():
@@ -99,8 +100,7 @@ def test_combine_features_modes():
     np.testing.assert_array_equal(combine_features(emb, "u"), left)
     np.testing.assert_array_equal(combine_features(emb, "us"), left * s)
     np.testing.assert_array_equal(combine_features(emb, "uv"), np.hstack([left, right]))
-    np.testing.assert_array_equal(combine_features(emb, "usvs"),
-                                  np.hstack([left * s, right * s]))
+    np.testing.assert_array_equal(combine_features(emb, "usvs"), np.hstack([left * s, right * s]))
     sym = dict(left=left, right=left, s=s)
     assert combine_features(sym, "uv").shape == (4, 2)
     with pytest.raises(ValueError, match="mode"):
@@ -112,10 +112,12 @@ def test_structured_kpca_matches_sklearn():
     for gamma in (1.5, 20.0):
         ours = structured_rbf_kpca(A, gamma, 5, random_state=0)
         ref = KernelPCA(5, kernel="rbf", gamma=1 / gamma**2, eigen_solver="dense").fit_transform(
-            A.toarray())
+            A.toarray()
+        )
         # eigenvalues (squared score norms) and the rotation-invariant Gram matrix of the scores
-        np.testing.assert_allclose(np.linalg.norm(ours, axis=0), np.linalg.norm(ref, axis=0),
-                                   rtol=1e-8)
+        np.testing.assert_allclose(
+            np.linalg.norm(ours, axis=0), np.linalg.norm(ref, axis=0), rtol=1e-8
+        )
         np.testing.assert_allclose(ours @ ours.T, ref @ ref.T, atol=1e-8)
 
 
@@ -151,8 +153,13 @@ def test_kde_kl_properties():
 # --------------------------------------------------------------------- smoke tests
 def test_node_classification_smoke():
     res = run_node_classification(
-        ("synthetic",), n_components=6, n_runs=2, bandwidth_grid=(0.5, 1.0), cv_folds=3,
-        graph_loader=_graph_loader, progress=False,
+        ("synthetic",),
+        n_components=6,
+        n_runs=2,
+        bandwidth_grid=(0.5, 1.0),
+        cv_folds=3,
+        graph_loader=_graph_loader,
+        progress=False,
     )
     assert [r["method"] for r in res["rows"]] == ["pca", "kpca", "svd", "ksvd"]
     for row in res["rows"]:
@@ -165,15 +172,22 @@ def test_node_classification_smoke():
     for row in res["rows"]:
         assert ("chance level" in row["note"]) == (row["micro"] <= base["threshold"])
     with pytest.raises(ValueError, match="subsample=5 is too small"):
-        run_node_classification(("synthetic",), subsample=5, graph_loader=_graph_loader,
-                                progress=False)
+        run_node_classification(
+            ("synthetic",), subsample=5, graph_loader=_graph_loader, progress=False
+        )
 
 
 def test_protocol_probe_smoke():
     variants = [
         dict(method="svd", n_components=5, mode="uv", standardize=False),
-        dict(method="ksvd", n_components=5, mode="us", standardize=True, bandwidth_factor=4.0,
-             self_loops=True),
+        dict(
+            method="ksvd",
+            n_components=5,
+            mode="us",
+            standardize=True,
+            bandwidth_factor=4.0,
+            self_loops=True,
+        ),
     ]
     rows = protocol_probe(_graph_loader("x"), variants=variants, n_runs=2, progress=False)
     assert [r["n_features"] for r in rows] == [10, 5]
@@ -182,8 +196,9 @@ def test_protocol_probe_smoke():
 
 
 def test_graph_reconstruction_smoke():
-    res = run_graph_reconstruction(("synthetic",), n_components=6, graph_loader=_graph_loader,
-                                   progress=False)
+    res = run_graph_reconstruction(
+        ("synthetic",), n_components=6, graph_loader=_graph_loader, progress=False
+    )
     for row in res["rows"]:
         assert row["missing"] == row["spurious"]  # each node predicts exactly its out-degree
         assert row["l2"] <= row["l1"] + 1e-9 or row["l2"] <= np.sqrt(row["n_diff"])
@@ -192,14 +207,15 @@ def test_graph_reconstruction_smoke():
 
 def test_uci_smoke():
     methods = ["kpca", "ksvd-rbf-a0", "ksvd-sne-a2"]
-    res = run_uci(("cls", "reg"), methods=methods, n_runs=2, table_loader=_table_loader,
-                  progress=False)
+    res = run_uci(
+        ("cls", "reg"), methods=methods, n_runs=2, table_loader=_table_loader, progress=False
+    )
     assert len(res["rows"]) == 2 * len(methods) + len(methods)
     for row in res["rows"]:
         assert np.isfinite(row["value"])
         if row["metric"] in ("acc", "auroc"):
             assert 0.0 <= row["value"] <= 1.0
-    assert uci_methods() [0] == "kpca" and len(uci_methods()) == 7
+    assert uci_methods()[0] == "kpca" and len(uci_methods()) == 7
 
 
 def test_ablation_smoke():
@@ -215,11 +231,19 @@ def test_asymmetry_smoke():
 
 
 def test_nystrom_f1_smoke(tmp_path):
-    res = run_nystrom_f1(("synthetic",), m_grid=(20, 60), n_components=5, n_runs=2,
-                         graph_loader=_graph_loader, progress=False)
+    res = run_nystrom_f1(
+        ("synthetic",),
+        m_grid=(20, 60),
+        n_components=5,
+        n_runs=2,
+        graph_loader=_graph_loader,
+        progress=False,
+    )
     assert [(r["method"], r["m"]) for r in res["rows"]] == [
-        ("ksvd-asym-nystrom", 20), ("ksvd-asym-nystrom", 60),
-        ("kpca-sym-nystrom", 20), ("kpca-sym-nystrom", 60),
+        ("ksvd-asym-nystrom", 20),
+        ("ksvd-asym-nystrom", 60),
+        ("kpca-sym-nystrom", 20),
+        ("kpca-sym-nystrom", 60),
     ]
     path = plot_f1_vs_m(res, tmp_path / "f1.png")
     assert path.stat().st_size > 1000
@@ -233,8 +257,20 @@ def test_cli_parses_every_experiment_and_runs_asymmetry(tmp_path, capsys):
     for name in EXPERIMENTS + ("all",):
         args = parser.parse_args(["reproduce", name, "--quick", "--out", str(tmp_path)])
         assert callable(args.func)
-    assert main(["reproduce", "asymmetry", "--out", str(tmp_path), "--no-progress",
-                 "--datasets", "yacht,liver"]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "asymmetry",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+                "--datasets",
+                "yacht,liver",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "yacht" in out and "paper" in out
     payload = json.loads((tmp_path / "asymmetry.json").read_text())
@@ -262,8 +298,14 @@ def test_majority_baseline_hand_case():
 
 
 def test_nystrom_f1_marks_chance_level_from_the_label_distribution():
-    res = run_nystrom_f1(("noise",), m_grid=(20, 60), n_components=5, n_runs=3,
-                         graph_loader=_imbalanced_noise_loader, progress=False)
+    res = run_nystrom_f1(
+        ("noise",),
+        m_grid=(20, 60),
+        n_components=5,
+        n_runs=3,
+        graph_loader=_imbalanced_noise_loader,
+        progress=False,
+    )
     base = res["chance"]["noise"]
     assert 0.7 < base["micro"] < 0.9  # the majority share of the drawn labels, not a constant
     for row in res["rows"]:
@@ -276,34 +318,53 @@ def test_nystrom_f1_marks_chance_level_from_the_label_distribution():
 def test_nystrom_f1_gives_both_methods_the_same_number_of_features():
     A = _graph_loader("x").adjacency
     for m, expected in [(10, 10), (11, 10), (60, 16)]:
-        widths = {method: nystrom_features(A, method, m, 8, random_state=0)[0].shape[1]
-                  for method in ("ksvd-asym-nystrom", "kpca-sym-nystrom")}
+        widths = {
+            method: nystrom_features(A, method, m, 8, random_state=0)[0].shape[1]
+            for method in ("ksvd-asym-nystrom", "kpca-sym-nystrom")
+        }
         assert widths == {"ksvd-asym-nystrom": expected, "kpca-sym-nystrom": expected}
     with pytest.raises(ValueError, match="m must be"):
         nystrom_features(A, "kpca-sym-nystrom", 500, 8)
 
 
 def test_nystrom_f1_runs_an_m_above_n_at_n_with_a_note():
-    res = run_nystrom_f1(("synthetic",), m_grid=(20, 500, 900), n_components=4, n_runs=2,
-                         graph_loader=_graph_loader, progress=False)
+    res = run_nystrom_f1(
+        ("synthetic",),
+        m_grid=(20, 500, 900),
+        n_components=4,
+        n_runs=2,
+        graph_loader=_graph_loader,
+        progress=False,
+    )
     assert [(r["method"], r["m"]) for r in res["rows"]] == [
-        ("ksvd-asym-nystrom", 20), ("ksvd-asym-nystrom", 120),
-        ("kpca-sym-nystrom", 20), ("kpca-sym-nystrom", 120),
+        ("ksvd-asym-nystrom", 20),
+        ("ksvd-asym-nystrom", 120),
+        ("kpca-sym-nystrom", 20),
+        ("kpca-sym-nystrom", 120),
     ]
     assert "m=500,900 > N: ran at m = N" in res["rows"][1]["note"]
 
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [(dict(n_runs=0), "n_runs"), (dict(n_runs=-1), "n_runs"), (dict(n_components=0),
-                                                                  "n_components"),
-     (dict(m_grid=(10, 1)), "m_grid"), (dict(m_grid=()), "m_grid"),
-     (dict(subsample=3), "subsample"), (dict(subsample=6), "subsample=6 is too small")],
+    [
+        (dict(n_runs=0), "n_runs"),
+        (dict(n_runs=-1), "n_runs"),
+        (dict(n_components=0), "n_components"),
+        (dict(m_grid=(10, 1)), "m_grid"),
+        (dict(m_grid=()), "m_grid"),
+        (dict(subsample=3), "subsample"),
+        (dict(subsample=6), "subsample=6 is too small"),
+    ],
 )
 def test_run_nystrom_f1_rejects_bad_settings_up_front(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        run_nystrom_f1(("synthetic",), **{"m_grid": (20,), "n_runs": 2, **kwargs},
-                       graph_loader=_graph_loader, progress=False)
+        run_nystrom_f1(
+            ("synthetic",),
+            **{"m_grid": (20,), "n_runs": 2, **kwargs},
+            graph_loader=_graph_loader,
+            progress=False,
+        )
 
 
 def test_experiment_results_have_a_short_repr():
@@ -314,15 +375,34 @@ def test_experiment_results_have_a_short_repr():
     assert "\n" not in text and len(text) < 200
     copy = pickle.loads(pickle.dumps(res))
     assert copy == res and repr(copy) == text
-    big = ExperimentResult("x", rows=[dict(a=1.0)] * 10_000, runs=list(range(10_000)),
-                           features=np.zeros((3000, 100)), seconds=12.345)
-    assert repr(big) == ("ExperimentResult('x', rows=<10000 rows: a>, runs=<list of 10000>, "
-                         "features=<array (3000, 100) float64>, seconds=12.3)")
+    big = ExperimentResult(
+        "x",
+        rows=[dict(a=1.0)] * 10_000,
+        runs=list(range(10_000)),
+        features=np.zeros((3000, 100)),
+        seconds=12.345,
+    )
+    assert repr(big) == (
+        "ExperimentResult('x', rows=<10000 rows: a>, runs=<list of 10000>, "
+        "features=<array (3000, 100) float64>, seconds=12.3)"
+    )
 
 
 def test_asymmetry_says_the_paper_values_are_not_comparable(tmp_path, capsys):
-    assert main(["reproduce", "asymmetry", "--out", str(tmp_path), "--no-progress",
-                 "--datasets", "yacht"]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "asymmetry",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+                "--datasets",
+                "yacht",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "paper (not comparable)" in out and NOT_COMPARABLE in out
     payload = json.loads((tmp_path / "asymmetry.json").read_text())
@@ -373,17 +453,24 @@ def test_cli_keeps_a_large_m_and_validated_lists():
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["reproduce", "nystrom-f1", "--m-grid", "10,5000",
-                              "--datasets", "Cora, pubmed"])
+    args = parser.parse_args(
+        ["reproduce", "nystrom-f1", "--m-grid", "10,5000", "--datasets", "Cora, pubmed"]
+    )
     assert args.m_grid == (10, 5000) and args.datasets == ("cora", "pubmed")
 
 
 def test_graph_reconstruction_refuses_a_graph_without_edges():
     def empty_loader(name):
         graph = _graph_loader(name)
-        return Graph(graph.name, sp.diags(np.ones(graph.n_nodes), format="csr"), graph.labels,
-                     graph.class_names, graph.node_ids)
+        return Graph(
+            graph.name,
+            sp.diags(np.ones(graph.n_nodes), format="csr"),
+            graph.labels,
+            graph.class_names,
+            graph.node_ids,
+        )
 
     with pytest.raises(ValueError, match="no edge between two different nodes"):
-        run_graph_reconstruction(("loops-only",), n_components=4, graph_loader=empty_loader,
-                                 progress=False)
+        run_graph_reconstruction(
+            ("loops-only",), n_components=4, graph_loader=empty_loader, progress=False
+        )

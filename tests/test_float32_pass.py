@@ -103,8 +103,14 @@ def test_float32_passes_same_bits_on_one_and_two_threads(kernel, with_numba_thre
 
     def run():
         S = KernelSource.from_points(X, Z, kernel, center=True, dtype=np.float32, **KW)
-        return {"shift": S._shift, "scale": S._scale, "rmean": S._rmean, "cmean": S._cmean,
-                **_products(S, Omega, Psi), "block": S.dense()}
+        return {
+            "shift": S._shift,
+            "scale": S._scale,
+            "rmean": S._rmean,
+            "cmean": S._cmean,
+            **_products(S, Omega, Psi),
+            "block": S.dense(),
+        }
 
     one = with_numba_threads(1, run)
     two = with_numba_threads(2, run)
@@ -114,8 +120,13 @@ def test_float32_passes_same_bits_on_one_and_two_threads(kernel, with_numba_thre
 
 def test_exp_nonpos_f32_within_one_ulp():
     rng = np.random.default_rng(12)
-    x = np.concatenate([-rng.random(20000) * 100.0, -np.logspace(-30, 1.9, 2000),
-                        [0.0, -0.0, EXP_MIN_F32, -1e-30, -np.log(2) / 2]]).astype(np.float32)
+    x = np.concatenate(
+        [
+            -rng.random(20000) * 100.0,
+            -np.logspace(-30, 1.9, 2000),
+            [0.0, -0.0, EXP_MIN_F32, -1e-30, -np.log(2) / 2],
+        ]
+    ).astype(np.float32)
     y = x.copy()
     exp_nonpos_f32(y, np.float32(0.0), np.float32(1.0))
     ref = np.exp(x.astype(np.float64))
@@ -134,8 +145,9 @@ def test_blas_work_does_the_passes_products(name, dtype, monkeypatch):
 
     monkeypatch.setattr(roofline, "BAND_BYTES", 40 * 60 * np.dtype(dtype).itemsize)  # bands
     rng = np.random.default_rng(0)
-    X, Z, Omega, Psi = (rng.standard_normal(shape).astype(dtype)
-                        for shape in ((97, 5), (60, 5), (60, 3), (97, 2)))
+    X, Z, Omega, Psi = (
+        rng.standard_normal(shape).astype(dtype) for shape in ((97, 5), (60, 5), (60, 3), (97, 2))
+    )
     Y, W = roofline.blas_work(name, X, Z, Omega=Omega, Psi=Psi)
     C = X.astype(np.float64) @ Z.T.astype(np.float64)
     rtol = 1e-5 if dtype == np.float32 else 1e-12
@@ -147,8 +159,9 @@ def test_blas_work_does_the_passes_products(name, dtype, monkeypatch):
         np.testing.assert_allclose(W, C.T @ Psi, rtol=rtol, atol=rtol * 10)
     else:
         assert W is None
-    assert roofline.blas_flops(name, 97, 60, 5, 3) == 2 * 97 * 60 * (5 + 3 * (
-        {"setup": 0, "matmat": 1, "rmatmat": 1, "sketch": 2}[name]))
+    assert roofline.blas_flops(name, 97, 60, 5, 3) == 2 * 97 * 60 * (
+        5 + 3 * ({"setup": 0, "matmat": 1, "rmatmat": 1, "sketch": 2}[name])
+    )
 
 
 def test_roofline_command_prints_rates_and_ratios(tmp_path, capsys):
@@ -156,8 +169,23 @@ def test_roofline_command_prints_rates_and_ratios(tmp_path, capsys):
 
     parser = argparse.ArgumentParser()
     roofline.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["roofline", "--n", "150", "--dim", "8", "--cols", "4",
-                              "--repeats", "2", "--threads", "1", "--out", str(tmp_path)])
+    args = parser.parse_args(
+        [
+            "roofline",
+            "--n",
+            "150",
+            "--dim",
+            "8",
+            "--cols",
+            "4",
+            "--repeats",
+            "2",
+            "--threads",
+            "1",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     args.check(args, parser)
     assert args.func(args) == 0
     out = capsys.readouterr().out
@@ -165,7 +193,8 @@ def test_roofline_command_prints_rates_and_ratios(tmp_path, capsys):
     record = json.loads((tmp_path / "roofline.json").read_text())
     rows = record["rows"]
     assert [(r["dtype"], r["pass"]) for r in rows] == [
-        (t, p) for t in ("float32", "float64") for p in roofline.PASSES]
+        (t, p) for t in ("float32", "float64") for p in roofline.PASSES
+    ]
     for r in rows:
         assert r["threads"] == 1 and len(r["ratios"]) == 2
         assert r["ratio"] > 0 and r["blas_gflops"] > 0
@@ -205,8 +234,11 @@ def test_blas_ns_per_entry_times_a_slab_of_rows(monkeypatch):
 def test_entry_rates():
     from ksvd_bench.roofline import entry_rates
 
-    assert entry_rates(2.0, 4 * 10**8, 2.5) == {"ns_per_entry": 5.0, "blas_ns_per_entry": 2.5,
-                                               "blas_ratio": 2.0}
+    assert entry_rates(2.0, 4 * 10**8, 2.5) == {
+        "ns_per_entry": 5.0,
+        "blas_ns_per_entry": 2.5,
+        "blas_ratio": 2.0,
+    }
     assert entry_rates(2.0, 4 * 10**8)["blas_ratio"] is None
     assert entry_rates(2.0, None, 2.5)["ns_per_entry"] is None
 
@@ -224,9 +256,20 @@ def test_scale_cells_report_ns_per_entry_and_blas_ratio(dtype):
 
 
 # ----------------------------------------------------------------------- idle BLAS threads
-@pytest.mark.parametrize(("value", "expected"), [
-    (None, 28), ("", 28), ("junk", 28), ("0", 28), ("-3", 28), ("2", 4), ("20", 20),
-    ("28", 28), ("31", 30)])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, 28),
+        ("", 28),
+        ("junk", 28),
+        ("0", 28),
+        ("-3", 28),
+        ("2", 4),
+        ("20", 20),
+        ("28", 28),
+        ("31", 30),
+    ],
+)
 def test_openblas_spin_reads_the_variable_as_openblas_does(value, expected):
     from ksvd_bench._threads import openblas_spin
 
@@ -255,16 +298,29 @@ def test_the_command_line_quiets_blas_before_numpy_is_loaded():
         "    main(['roofline', '--help'])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(os.environ['OPENBLAS_THREAD_TIMEOUT'])\n")
+        "print(os.environ['OPENBLAS_THREAD_TIMEOUT'])\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True, timeout=300).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
     from ksvd_bench._threads import BLAS_SPIN
 
     assert out.strip().splitlines()[-1] == str(BLAS_SPIN)
     env["OPENBLAS_THREAD_TIMEOUT"] = "24"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True, timeout=300).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
     assert out.strip().splitlines()[-1] == "24"
 
 
@@ -280,6 +336,7 @@ def test_time_against_blas_pauses_before_every_timed_call():
             events.append((tag, time.perf_counter()))
             time.sleep(0.001)
             events.append((tag + " end", time.perf_counter()))
+
         return call
 
     out = time_against_blas({"p": (fn("pass"), fn("blas"))}, repeats=2, settle=0.05)

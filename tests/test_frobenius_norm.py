@@ -53,8 +53,7 @@ def test_kernel_source_frobenius_norm_is_the_dense_norm(kernel, center, dtype):
 def test_adapters_frobenius_norm():
     G = np.random.default_rng(1).standard_normal((20, 15))
     assert solvers.as_source(G).frobenius_norm() == pytest.approx(np.linalg.norm(G))
-    assert solvers.as_source(sp.csr_matrix(G)).frobenius_norm() == pytest.approx(
-        np.linalg.norm(G))
+    assert solvers.as_source(sp.csr_matrix(G)).frobenius_norm() == pytest.approx(np.linalg.norm(G))
 
 
 @pytest.mark.parametrize("method", ["rsvd", "block_krylov"])

@@ -26,8 +26,9 @@ def _points(layout, seed=0, n=N, m=M, d=D):
     def make(rows, sparse):
         if not sparse:
             return rng.standard_normal((rows, d))
-        A = sp.random(rows, d, density=0.5, random_state=rng, format="csr",
-                      data_rvs=rng.standard_normal)
+        A = sp.random(
+            rows, d, density=0.5, random_state=rng, format="csr", data_rvs=rng.standard_normal
+        )
         return A.tocsr()
 
     X = make(n, layout in ("sparse_x", "sparse_both"))
@@ -70,8 +71,9 @@ def test_from_points_equals_kernel_matrix(kernel, center, dtype, layout):
 
 
 @pytest.mark.parametrize("kernel", ["sne", "t", "rbf"])
-@pytest.mark.parametrize("chunk_bytes, n, m, tiles", [(16 * 5, 13, 31, (1, 5)),
-                                                     (16 * 64 * 3, 47, 131, (3, 64))])
+@pytest.mark.parametrize(
+    "chunk_bytes, n, m, tiles", [(16 * 5, 13, 31, (1, 5)), (16 * 64 * 3, 47, 131, (3, 64))]
+)
 def test_small_tiles_and_bands(kernel, chunk_bytes, n, m, tiles):
     # tiny budgets: 1 x 5 tiles, or 3 x 64 tiles with two bands in the two-sided pass
     X, Z = _points("dense", seed=3, n=n, m=m)
@@ -115,10 +117,8 @@ def test_passes_same_bits_with_1_and_2_threads(layout, with_numba_threads):
 
     def run():
         # small budget: several bands in the sketch; the set-up pass has two sweeps
-        S = KernelSource.from_points(X, Z, "sne", gamma=1.3, center=True,
-                                     chunk_bytes=16 * 64 * 40)
-        return (*S.sketch(V, Wv), S.matmat(V), S.rmatmat(Wv), S.dense(),
-                np.array([S.norm_bound()]))
+        S = KernelSource.from_points(X, Z, "sne", gamma=1.3, center=True, chunk_bytes=16 * 64 * 40)
+        return (*S.sketch(V, Wv), S.matmat(V), S.rmatmat(Wv), S.dense(), np.array([S.norm_bound()]))
 
     for a, b in zip(with_numba_threads(1, run), with_numba_threads(2, run), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -162,10 +162,16 @@ print(hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in out)).h
 
 def _child_digest(mode, blas_threads, numba_threads):
     blas = str(blas_threads)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=blas, OMP_NUM_THREADS=blas, MKL_NUM_THREADS=blas,
-               NUMBA_NUM_THREADS=str(numba_threads))
-    run = subprocess.run([sys.executable, "-c", _CHILD, mode], env=env, capture_output=True,
-                         text=True, timeout=300)
+    env = dict(
+        os.environ,
+        OPENBLAS_NUM_THREADS=blas,
+        OMP_NUM_THREADS=blas,
+        MKL_NUM_THREADS=blas,
+        NUMBA_NUM_THREADS=str(numba_threads),
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", _CHILD, mode], env=env, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     return run.stdout.strip()
 
@@ -260,8 +266,13 @@ def test_overflowing_poly_and_linear_are_refused_at_construction():
         with pytest.raises(ValueError, match=r"kernel 'poly' may overflow.*lower degree="):
             KernelSource.from_points(X, Z, "poly", degree=degree)
         with pytest.raises(ValueError, match=r"kernel 'poly' may overflow"):
-            KernelSource(np.random.default_rng(1).standard_normal((30, 30)), "poly",
-                         degree=degree, compat=None, structured=False)
+            KernelSource(
+                np.random.default_rng(1).standard_normal((30, 30)),
+                "poly",
+                degree=degree,
+                compat=None,
+                structured=False,
+            )
     with pytest.raises(ValueError, match=r"kernel 'linear' may overflow.*rescale X and Z"):
         KernelSource.from_points(X * 1e160, Z * 1e160, "linear")
     with pytest.raises(ValueError, match=r"exceeds the float32 range"):
@@ -282,8 +293,13 @@ GOOD = np.ones((4, 3))
     [
         (GOOD, np.ones((4, 2)), {"gamma": 1.0}, ValueError, "same number of features"),
         (np.array([[np.nan, 1.0, 0.0]]), GOOD, {"gamma": 1.0}, ValueError, "X contains NaN"),
-        (GOOD, sp.csr_matrix(np.array([[np.inf, 0, 0]])), {"gamma": 1.0}, ValueError,
-         "Z contains NaN"),
+        (
+            GOOD,
+            sp.csr_matrix(np.array([[np.inf, 0, 0]])),
+            {"gamma": 1.0},
+            ValueError,
+            "Z contains NaN",
+        ),
         (np.empty((0, 3)), GOOD, {"gamma": 1.0}, ValueError, "X is empty"),
         (GOOD, np.empty((0, 3)), {"gamma": 1.0}, ValueError, "Z is empty"),
         (GOOD, GOOD, {"gamma": 0.0}, ValueError, "gamma must be finite and > 0"),
@@ -323,9 +339,13 @@ def _small_problems(draw):
         A[rng.random(rows) < 0.2] = 0.0  # some all-zero points
         return A
 
-    return (make(n, draw(st.booleans())), make(m, draw(st.booleans())),
-            draw(st.sampled_from(KERNELS)), draw(st.booleans()),
-            draw(st.sampled_from([16, 16 * 3, 1 << 20])))
+    return (
+        make(n, draw(st.booleans())),
+        make(m, draw(st.booleans())),
+        draw(st.sampled_from(KERNELS)),
+        draw(st.booleans()),
+        draw(st.sampled_from([16, 16 * 3, 1 << 20])),
+    )
 
 
 @given(prob=_small_problems())
@@ -360,8 +380,12 @@ def test_device_cpu_is_the_default_backend():
         with pytest.raises(ValueError, match="device must be one of"):
             KernelSource(X, "sne", device=bad)
     with pytest.raises(ValueError, match="structured=True runs in process on the CPU"):
-        KernelSource(sp.random(20, 20, density=0.2, random_state=0, format="csr"), "sne",
-                     structured=True, device="cuda")
+        KernelSource(
+            sp.random(20, 20, density=0.2, random_state=0, format="csr"),
+            "sne",
+            structured=True,
+            device="cuda",
+        )
 
 
 def test_backends_import_no_source_module():
@@ -379,13 +403,16 @@ def test_backends_import_no_source_module():
             elif isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module]
             elif isinstance(node, ast.ImportFrom) and node.level == 2:  # from .. import x
-                names = [f"ksvd_bench.kernels.{n}" for n in
-                         [node.module or ""] + [a.name for a in node.names]]
+                names = [
+                    f"ksvd_bench.kernels.{n}"
+                    for n in [node.module or ""] + [a.name for a in node.names]
+                ]
             else:
                 continue
             for name in names:
-                assert not any(name.startswith(f"ksvd_bench.kernels.{u}") for u in up), \
+                assert not any(name.startswith(f"ksvd_bench.kernels.{u}") for u in up), (
                     f"{path.name} imports {name}"
+                )
 
 
 # ------------------------------------------------------------------ float32 far from the origin
@@ -462,8 +489,9 @@ def test_masked_points_are_refused():
     S = KernelSource.from_points(np.ma.masked_array(plain, mask=False), plain, "rbf", gamma=1.0)
     T = KernelSource.from_points(plain, plain, "rbf", gamma=1.0)
     np.testing.assert_array_equal(S.dense(), T.dense())
-    np.testing.assert_allclose(S.dense(), kernel_matrix(plain, plain, "rbf", gamma=1.0),
-                               rtol=1e-14, atol=0)
+    np.testing.assert_allclose(
+        S.dense(), kernel_matrix(plain, plain, "rbf", gamma=1.0), rtol=1e-14, atol=0
+    )
 
 
 def test_complex_and_overflowing_operands_are_refused_by_name():

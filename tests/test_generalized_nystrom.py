@@ -81,8 +81,7 @@ def test_equals_the_formula(shape):
     N, M = shape
     rank, p, factor = 4, 6, 1.5
     G = spectrum_matrix(N, M, 0.85 ** np.arange(70), seed=1)
-    res = solvers.generalized_nystrom(G, rank, n_oversamples=p, left_factor=factor,
-                                      random_state=3)
+    res = solvers.generalized_nystrom(G, rank, n_oversamples=p, left_factor=factor, random_state=3)
     small, large = rank + p, math.ceil(factor * (rank + p))
     n_right, n_left = (small, large) if M <= N else (large, small)
     assert (res.info["n_right"], res.info["n_left"]) == (n_right, n_left)
@@ -158,8 +157,7 @@ def test_an_estimate_above_the_norm_bound_warns():
     s = (1.0 + np.arange(300)) ** -0.25
     G = spectrum_matrix(400, 300, s, seed=7)
     with pytest.warns(RuntimeWarning, match=r"exceeds the bound .* on \|\|G\|\|_2"):
-        res = solvers.generalized_nystrom(G, 10, n_oversamples=5, left_factor=1.0,
-                                          random_state=0)
+        res = solvers.generalized_nystrom(G, 10, n_oversamples=5, left_factor=1.0, random_state=0)
     assert res.s[0] > np.linalg.norm(G)
 
 
@@ -171,8 +169,7 @@ def test_a_wide_sketch_too_narrow_to_check_is_unreliable():
     s = 0.97 ** np.arange(300)
     G = spectrum_matrix(500, 300, s, seed=4)
     with pytest.warns(RuntimeWarning, match="wide sketch is too narrow to check"):
-        res = solvers.generalized_nystrom(G, 3, n_oversamples=0, left_factor=1.2,
-                                          random_state=4)
+        res = solvers.generalized_nystrom(G, 3, n_oversamples=0, left_factor=1.2, random_state=4)
     assert res.info["inflation_estimate"] is None
     assert res.info["reliable"] is False
     assert res.s[0] > 2 * s[0]  # measured 2.9x: the answer it must not vouch for
@@ -182,8 +179,9 @@ def test_a_wide_sketch_of_k_plus_2_columns_is_checked():
     """One column more and the estimate exists: the check runs and the answer is judged."""
     s = 0.1 ** np.arange(60)
     G = spectrum_matrix(200, 150, s, seed=0)
-    res = solvers.generalized_nystrom(G, 3, n_oversamples=2, left_factor=1.4,
-                                      random_state=0)  # k = 5, l = 7
+    res = solvers.generalized_nystrom(
+        G, 3, n_oversamples=2, left_factor=1.4, random_state=0
+    )  # k = 5, l = 7
     assert res.info["inflation_estimate"] is not None
     assert res.info["n_left"] == 7 and res.info["reliable"] is True
     np.testing.assert_allclose(res.s, s[:3], rtol=0.05)
@@ -200,8 +198,9 @@ def test_no_inflated_answer_passes_on_slow_decay(decay):
         warnings.simplefilter("ignore", RuntimeWarning)
         for p, factor in ((0, 1.2), (0, 1.5), (5, 2.0), (20, 3.0)):
             for seed in range(2):
-                res = solvers.generalized_nystrom(G, 3, n_oversamples=p, left_factor=factor,
-                                                  random_state=seed)
+                res = solvers.generalized_nystrom(
+                    G, 3, n_oversamples=p, left_factor=factor, random_state=seed
+                )
                 if np.max(res.s / s[:3]) > 1.5:
                     inflated += 1
                     assert res.info["reliable"] is False, (p, factor, seed, res.s / s[:3])
@@ -225,8 +224,9 @@ def test_an_inflated_tail_under_large_values_is_not_vouched_for(scale):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for seed in range(4):
-            res = solvers.generalized_nystrom(G, 10, n_oversamples=5, left_factor=1.5,
-                                              random_state=seed)
+            res = solvers.generalized_nystrom(
+                G, 10, n_oversamples=5, left_factor=1.5, random_state=seed
+            )
             est = res.info["inflation_estimate"]
             # The tail's size, measured 3.7e-9 to 4.3e-9 (in units of scale) on these seeds.
             assert 1e-9 * scale < est < 1e-8 * scale, (seed, est)

@@ -37,8 +37,9 @@ def test_complex_input_is_refused_not_reduced_to_its_real_part(method, kind):
 
 def test_complex_values_from_a_real_declared_source_are_refused():
     G = complex_reproducer()
-    op = LinearOperator(G.shape, matvec=lambda x: G @ x, rmatvec=lambda y: G.T @ y,
-                        dtype=np.float64)
+    op = LinearOperator(
+        G.shape, matvec=lambda x: G @ x, rmatvec=lambda y: G.T @ y, dtype=np.float64
+    )
     with pytest.raises(ValueError, match=r"G\.matmat\(X\) returned complex values"):
         solvers.rsvd(op, 3, random_state=0)
 
@@ -66,20 +67,26 @@ def test_the_real_embedding_suggested_by_the_message_works():
     np.testing.assert_allclose(res.s[1::2], s[:3], rtol=1e-10)
 
 
-@pytest.mark.parametrize("G", [
-    np.array([[1, 2], [3, 4]], dtype=object),
-    np.array([[1.0, 2.0], [3.0, 4.0]]).astype(object),
-])
+@pytest.mark.parametrize(
+    "G",
+    [
+        np.array([[1, 2], [3, 4]], dtype=object),
+        np.array([[1.0, 2.0], [3.0, 4.0]]).astype(object),
+    ],
+)
 def test_object_arrays_fail_naming_G(G):
     with pytest.raises(TypeError, match=r"G must hold real numbers .* got dtype object"):
         solvers.svd(G, 1, method="rsvd", random_state=0)
 
 
-@pytest.mark.parametrize("G", [
-    [["1", "2"], ["3", "4"]],
-    np.array([["1", "2"], ["3", "4"]]),
-    np.array([[b"1", b"2"], [b"3", b"4"]]),
-])
+@pytest.mark.parametrize(
+    "G",
+    [
+        [["1", "2"], ["3", "4"]],
+        np.array([["1", "2"], ["3", "4"]]),
+        np.array([[b"1", b"2"], [b"3", b"4"]]),
+    ],
+)
 def test_string_arrays_are_not_numbers(G):
     with pytest.raises(TypeError, match="G must hold real numbers"):
         solvers.svd(G, 1, method="rsvd", random_state=0)
@@ -153,11 +160,20 @@ class _Source:
         return self._out("rmatmat", self.G.T @ Y)
 
 
-@pytest.mark.parametrize(("method", "member"), [
-    ("rsvd", "matmat"), ("rsvd", "rmatmat"), ("tsvd", "matmat"), ("block_krylov", "matmat"),
-    ("block_krylov", "rmatmat"), ("generalized_nystrom", "rmatmat"), ("asym_nystrom", "rows"),
-    ("asym_nystrom", "cols"), ("sym_nystrom", "rows"),
-])
+@pytest.mark.parametrize(
+    ("method", "member"),
+    [
+        ("rsvd", "matmat"),
+        ("rsvd", "rmatmat"),
+        ("tsvd", "matmat"),
+        ("block_krylov", "matmat"),
+        ("block_krylov", "rmatmat"),
+        ("generalized_nystrom", "rmatmat"),
+        ("asym_nystrom", "rows"),
+        ("asym_nystrom", "cols"),
+        ("sym_nystrom", "rows"),
+    ],
+)
 def test_a_source_answering_with_the_wrong_shape_is_caught(method, member):
     G = np.random.default_rng(2).normal(size=(30, 20))
     pattern = rf"G\.{member}\(.*\) returned an array of shape .* expected"

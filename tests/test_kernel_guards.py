@@ -67,10 +67,13 @@ def test_results_match_a_fresh_compile(tmp_path):
     exec(_DET, ns)
     here = _digest(ns["results"]())
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "nbcache"), NUMBA_NUM_THREADS="2")
-    code = _DET + "\nimport hashlib\nprint(hashlib.sha256(b''.join(np.ascontiguousarray(a)" \
-                  ".tobytes() for a in results())).hexdigest())\n"
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, timeout=600)
+    code = (
+        _DET + "\nimport hashlib\nprint(hashlib.sha256(b''.join(np.ascontiguousarray(a)"
+        ".tobytes() for a in results())).hexdigest())\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == here
 
@@ -82,12 +85,13 @@ def test_ordered_row_sum_is_a_fixed_order_sum():
     for j in range(8):
         for x in p[j][: len(v) // 8]:
             s[j] += x
-    for x in v[len(v) // 8 * 8:]:
+    for x in v[len(v) // 8 * 8 :]:
         s[0] += x
     want = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
     assert nb.ordered_row_sum(v) == want
     assert nb.ordered_row_sum(v.astype(np.float32)) == nb.ordered_row_sum(
-        v.astype(np.float32).astype(np.float64))
+        v.astype(np.float32).astype(np.float64)
+    )
 
 
 def test_sparse_sne_small_gamma_keeps_the_nearest_entry():
@@ -98,8 +102,9 @@ def test_sparse_sne_small_gamma_keeps_the_nearest_entry():
         A, B = Xs * scale, Xs[:20] * scale
         G = kernel_matrix(A, B, "sne", gamma=gamma)
         np.testing.assert_allclose(G.sum(axis=1), 1.0, rtol=1e-12)
-        np.testing.assert_allclose(G, kernel_matrix(A.toarray(), B.toarray(), "sne", gamma=gamma),
-                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            G, kernel_matrix(A.toarray(), B.toarray(), "sne", gamma=gamma), rtol=0, atol=1e-12
+        )
 
 
 # --------------------------------------------------------------------------- 2. float32 range
@@ -114,11 +119,12 @@ def test_float32_source_is_accurate_or_refused_at_extreme_bandwidths(kernel):
     n_ok = n_refused = 0
     for scale in (1e-20, 1.0, 1e19):
         for log_ratio in (-30, 0, 10, 17, 18, 19, 25):
-            gamma = scale * 10.0 ** -log_ratio
+            gamma = scale * 10.0**-log_ratio
             G64 = kernel_matrix(X * scale, Z * scale, kernel, gamma=gamma)
             try:
-                S = KernelSource.from_points(X * scale, Z * scale, kernel, gamma=gamma,
-                                             dtype=np.float32)
+                S = KernelSource.from_points(
+                    X * scale, Z * scale, kernel, gamma=gamma, dtype=np.float32
+                )
             except ValueError as exc:
                 msg = str(exc)
                 assert f"gamma={gamma:.3g}" in msg and "float32" in msg and "magnitude" in msg
@@ -144,8 +150,9 @@ def test_float32_refusal_names_a_gamma_that_works():
         KernelSource.from_points(X, Z, "t", gamma=1e-19, dtype=np.float32)
     gamma_min = float(str(info.value).rsplit("gamma >= ", 1)[1])
     S = KernelSource.from_points(X, Z, "t", gamma=gamma_min, dtype=np.float32)
-    np.testing.assert_allclose(S.dense(), kernel_matrix(X, Z, "t", gamma=gamma_min),
-                               rtol=0, atol=1e-5)
+    np.testing.assert_allclose(
+        S.dense(), kernel_matrix(X, Z, "t", gamma=gamma_min), rtol=0, atol=1e-5
+    )
 
 
 def test_float32_kernel_matrix_of_large_unscaled_points():
@@ -163,17 +170,22 @@ def test_float32_kernel_matrix_of_large_unscaled_points():
 @pytest.fixture(scope="module")
 def sources():
     A = sp.random(10, 10, density=0.3, random_state=0, format="csr")
-    return [StructuredKernelSource(A, "sne", gamma=1.0, dtype=np.float32),
-            KernelSource(A, "sne", gamma=1.0, structured=False, dtype=np.float32)]
+    return [
+        StructuredKernelSource(A, "sne", gamma=1.0, dtype=np.float32),
+        KernelSource(A, "sne", gamma=1.0, structured=False, dtype=np.float32),
+    ]
 
 
-@pytest.mark.parametrize("bad, exc, match", [
-    (np.nan, ValueError, "X contains NaN or Inf"),
-    (np.inf, ValueError, "X contains NaN or Inf"),
-    ("object", TypeError, "X must hold real numbers, got dtype object"),
-    ("masked", TypeError, "X is a masked array with masked entries"),
-    ("shape", ValueError, r"X must have 10 rows, got shape \(9, 2\)"),
-])
+@pytest.mark.parametrize(
+    "bad, exc, match",
+    [
+        (np.nan, ValueError, "X contains NaN or Inf"),
+        (np.inf, ValueError, "X contains NaN or Inf"),
+        ("object", TypeError, "X must hold real numbers, got dtype object"),
+        ("masked", TypeError, "X is a masked array with masked entries"),
+        ("shape", ValueError, r"X must have 10 rows, got shape \(9, 2\)"),
+    ],
+)
 def test_both_sources_refuse_the_same_operands(sources, bad, exc, match):
     for S in sources:
         V = np.ones((10, 2))
@@ -196,8 +208,13 @@ def test_both_sources_give_the_same_product_dtypes(sources):
     st, gen = sources
     rng = np.random.default_rng(0)
     V64 = rng.normal(size=(10, 3))
-    for V in (V64, V64.astype(np.float32), np.ones((10, 2), dtype=bool),
-              np.arange(10), np.ones(10, dtype=np.int64)):
+    for V in (
+        V64,
+        V64.astype(np.float32),
+        np.ones((10, 2), dtype=bool),
+        np.arange(10),
+        np.ones(10, dtype=np.int64),
+    ):
         a, b = st.matmat(V), gen.matmat(V)
         assert a.dtype == b.dtype == np.result_type(np.float32, V) and a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -233,8 +250,11 @@ def test_kernel_matrix_refuses_a_bad_gamma_as_the_sources_do(kernel, gamma):
 def test_float32_cast_overflow_is_named(kernel):
     X, Z = _points()
     for f in (kernel_matrix, KernelSource.from_points):
-        with pytest.raises(ValueError, match=r"X has entries up to 2\.\d+e\+50, beyond the "
-                                             r"float32 range .* cast to dtype=float32"):
+        with pytest.raises(
+            ValueError,
+            match=r"X has entries up to 2\.\d+e\+50, beyond the "
+            r"float32 range .* cast to dtype=float32",
+        ):
             f(X * 1e50, Z * 1e-50, kernel, dtype=np.float32)
     G = kernel_matrix(X * 1e50, Z * 1e-50, kernel)  # float64 holds them
     assert np.all(np.isfinite(G))

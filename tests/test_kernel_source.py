@@ -15,8 +15,9 @@ from solvers._source import source_to_dense
 def _data(shape, sparse, seed):
     rng = np.random.default_rng(seed)
     if sparse:
-        A = sp.random(*shape, density=0.3, random_state=rng, format="csr",
-                      data_rvs=rng.standard_normal)
+        A = sp.random(
+            *shape, density=0.3, random_state=rng, format="csr", data_rvs=rng.standard_normal
+        )
         A = A.tolil()
         A[0, 0] = 1.0  # never all-zero
         return A.tocsr()
@@ -91,8 +92,7 @@ def test_protocol_counters_and_solvers_adapter():
     A = _data((11, 7), False, 2)
     S = KernelSource(A, "t", compat="pca")
     assert as_source(S) is S
-    np.testing.assert_allclose(source_to_dense(S), ksvd_kernel(A, "t", compat="pca"),
-                               atol=1e-12)
+    np.testing.assert_allclose(source_to_dense(S), ksvd_kernel(A, "t", compat="pca"), atol=1e-12)
     S.n_entries = 0
     S.rows([0, 1])
     S.cols([3])
@@ -161,8 +161,9 @@ def test_same_result_with_1_and_2_threads(kernel):
         for k in (1, 2):
             numba.set_num_threads(k)
             S = KernelSource(A, kernel, compat="random", random_state=0)
-            out.append((S.block(np.arange(0, 300, 7), np.arange(0, 260, 3)),
-                        S.matmat(np.ones((260, 2)))))
+            out.append(
+                (S.block(np.arange(0, 300, 7), np.arange(0, 260, 3)), S.matmat(np.ones((260, 2))))
+            )
     finally:
         numba.set_num_threads(old)
     np.testing.assert_array_equal(out[0][0], out[1][0])

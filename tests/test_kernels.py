@@ -39,8 +39,9 @@ def oracle(X, Z, kernel, gamma=1.0, degree=2, coef0=1.0):
 
 def make_data(rng, n, d, sparse, zero_rows, density=0.4):
     if sparse:
-        X = sp.random(n, d, density=density, random_state=rng, format="csr",
-                      data_rvs=rng.standard_normal)
+        X = sp.random(
+            n, d, density=density, random_state=rng, format="csr", data_rvs=rng.standard_normal
+        )
         X = X.tolil()
         for i in zero_rows:
             X[i, :] = 0
@@ -132,11 +133,13 @@ def test_sparse_duplicates_and_bool_input():
     Xdup = sp.csr_matrix((np.ones(5), cols, np.array([0, 2, 3, 5])), shape=(3, 3))
     assert not Xdup.has_canonical_format
     Xd = Xdup.toarray()
-    np.testing.assert_allclose(kernel_matrix(Xdup, Xdup, "sne", gamma=1.0),
-                               oracle(Xd, Xd, "sne", 1.0), rtol=1e-12)
+    np.testing.assert_allclose(
+        kernel_matrix(Xdup, Xdup, "sne", gamma=1.0), oracle(Xd, Xd, "sne", 1.0), rtol=1e-12
+    )
     B = sp.csr_matrix(Xd > 0)
-    np.testing.assert_allclose(kernel_matrix(B, B, "rbf", gamma=2.0),
-                               oracle(Xd > 0, Xd > 0, "rbf", 2.0), rtol=1e-12)
+    np.testing.assert_allclose(
+        kernel_matrix(B, B, "rbf", gamma=2.0), oracle(Xd > 0, Xd > 0, "rbf", 2.0), rtol=1e-12
+    )
 
 
 def test_negative_squared_distances_clipped():
@@ -196,8 +199,9 @@ def data_matrices(draw):
     sparse = draw(st.booleans())
     rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
     if sparse:
-        A = sp.random(n, m, density=0.6, random_state=rng, format="csr",
-                      data_rvs=rng.standard_normal)
+        A = sp.random(
+            n, m, density=0.6, random_state=rng, format="csr", data_rvs=rng.standard_normal
+        )
         if A.nnz == 0:
             A = sp.csr_matrix(([1.0], ([0], [0])), shape=(n, m))
         return A
@@ -343,11 +347,13 @@ def test_exp_nonpos_within_one_ulp_of_numpy():
     from ksvd_bench.kernels._numba import EXP_MIN, exp_nonpos
 
     rng = np.random.default_rng(12)
-    x = np.concatenate([
-        -rng.random(20000) * 800.0,
-        -np.logspace(-300, 2.8, 2000),
-        [0.0, -0.0, EXP_MIN, EXP_MIN + 1e-9, -1e-300, -np.log(2) / 2],
-    ])
+    x = np.concatenate(
+        [
+            -rng.random(20000) * 800.0,
+            -np.logspace(-300, 2.8, 2000),
+            [0.0, -0.0, EXP_MIN, EXP_MIN + 1e-9, -1e-300, -np.log(2) / 2],
+        ]
+    )
     y = x.copy()
     exp_nonpos(y)
     ref = np.exp(x)
@@ -369,8 +375,7 @@ def test_extreme_magnitudes_stay_finite(kernel, sparse, factor):
     X = make_data(rng, 12, 4, sparse, set())
     Z = make_data(rng, 9, 4, sparse, set())
     G = kernel_matrix(X * factor, Z * factor, kernel, gamma=1.3 * factor)
-    np.testing.assert_allclose(G, kernel_matrix(X, Z, kernel, gamma=1.3), rtol=1e-12,
-                               atol=1e-15)
+    np.testing.assert_allclose(G, kernel_matrix(X, Z, kernel, gamma=1.3), rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("gamma", [1e-150, 1e-160, 1e-300, 5e-324])

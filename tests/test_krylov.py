@@ -25,8 +25,7 @@ def projection_error(G, U, ord=2):
 def test_pass_and_product_counts(q):
     G = spectrum_matrix(90, 70, 0.9 ** np.arange(60), seed=0)
     # check_passes=0: the algorithm's own passes (the certificate's are counted on top)
-    res = solvers.block_krylov(G, 4, n_oversamples=3, n_iter=q, random_state=0,
-                               check_passes=0)
+    res = solvers.block_krylov(G, 4, n_oversamples=3, n_iter=q, random_state=0, check_passes=0)
     b = 4 + 3
     # Algorithm 2: q + 1 products with G, q with G^T for the space, one with G^T for Z^T G
     assert res.info["n_products"] == 2 * q + 2
@@ -94,8 +93,7 @@ def test_stable_on_an_exactly_low_rank_matrix():
 def test_zero_matrix(rank, p, q):
     """Every Krylov block after the first is zero: the basis must still fill up with
     orthonormal directions (blocks of one vector too)."""
-    res = solvers.block_krylov(np.zeros((30, 20)), rank, n_oversamples=p, n_iter=q,
-                               random_state=0)
+    res = solvers.block_krylov(np.zeros((30, 20)), rank, n_oversamples=p, n_iter=q, random_state=0)
     np.testing.assert_array_equal(res.s, 0)
     assert res.info["basis_size"] == 20
     np.testing.assert_allclose(res.U.T @ res.U, np.eye(rank), atol=1e-14)
@@ -113,8 +111,14 @@ def test_wide_matrix_goes_through_the_transpose():
 
 def test_float32_lazy_source_stays_float32():
     G = spectrum_matrix(90, 70, 0.7 ** np.arange(70), seed=6, dtype=np.float32)
-    op = LinearOperator(G.shape, matvec=lambda x: G @ x, rmatvec=lambda y: G.T @ y,
-                        matmat=lambda X: G @ X, rmatmat=lambda Y: G.T @ Y, dtype=np.float32)
+    op = LinearOperator(
+        G.shape,
+        matvec=lambda x: G @ x,
+        rmatvec=lambda y: G.T @ y,
+        matmat=lambda X: G @ X,
+        rmatmat=lambda Y: G.T @ Y,
+        dtype=np.float32,
+    )
     res = solvers.block_krylov(op, 5, n_iter=3, random_state=0)
     assert res.U.dtype == res.s.dtype == res.V.dtype == np.float32
     s = linalg.svdvals(G.astype(np.float64))

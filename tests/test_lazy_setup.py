@@ -41,8 +41,15 @@ def test_lazy_norm_bound_bounds_without_the_pass(points, kernel, center):
 def test_rpcholesky_on_a_lazy_source_reads_no_pass(points):
     X, Z, gamma = points
     src = KernelSource.from_points(X, Z, "sne", gamma=gamma, setup="lazy")
-    res = solvers.svd(src, 6, method="asym_nystrom", sampling="rpcholesky", n_samples=30,
-                      check_passes=0, random_state=0)
+    res = solvers.svd(
+        src,
+        6,
+        method="asym_nystrom",
+        sampling="rpcholesky",
+        n_samples=30,
+        check_passes=0,
+        random_state=0,
+    )
     assert not src._ready  # the set-up pass never ran
     N, M = src.shape
     assert res.info["entries_read"] < 0.5 * N * M

@@ -53,8 +53,9 @@ def test_linear_kernel_gives_svd_of_A(method, N, M, seed, data):
     G = ksvd_kernel(A, "linear", compat="pinv", center=False)
     np.testing.assert_allclose(G, A, rtol=1e-10, atol=1e-12 * np.abs(A).max())
 
-    res = solvers.svd(G, rank, method=method, random_state=seed,
-                      **full_effort_options(method, N, M, rank))
+    res = solvers.svd(
+        G, rank, method=method, random_state=seed, **full_effort_options(method, N, M, rank)
+    )
     np.testing.assert_allclose(res.s, s[:rank], rtol=1e-7, atol=1e-9 * s[0])
     ref = type(res)(U=U[:, :rank], s=s[:rank], V=Vt[:rank].T, info={})
     assert eta(ref, res, weights="uniform") < 1e-9

@@ -88,8 +88,13 @@ def test_lowrank_pass_and_products_agree_with_dense_oracle(kind):
     expected = error / optimum - 1.0
     assert expected > 1e-3
     passed = lowrank_error(G, ref, approx, method="pass", chunk=7)
-    products = lowrank_error(G, ref, approx, method="products",
-                             norm_fro=np.linalg.norm(D) if kind == "operator" else None)
+    products = lowrank_error(
+        G,
+        ref,
+        approx,
+        method="products",
+        norm_fro=np.linalg.norm(D) if kind == "operator" else None,
+    )
     assert passed == pytest.approx(expected, rel=1e-10)
     assert products == pytest.approx(expected, rel=1e-8)
     assert lowrank_error(G, ref, approx) == pytest.approx(expected, rel=1e-10)  # auto: a pass
@@ -103,7 +108,8 @@ def test_lowrank_exact_low_rank_uses_the_floor():
     exact = triplets(exact.V, exact.s, exact.U)  # another exact SVD: its third vector differs
     value, terms = lowrank_error(G, ref, exact, return_terms=True)
     assert terms["optimum"] < 1e-13 and terms["floor"] == pytest.approx(
-        LOWRANK_FLOOR_RTOL["pass"] * np.linalg.norm(G))
+        LOWRANK_FLOOR_RTOL["pass"] * np.linalg.norm(G)
+    )
     assert value <= 1e-8
     # a first vector off by 1e-9 leaves an error of about 1e-9 * sigma_1: measured on the floor
     rng = np.random.default_rng(3)

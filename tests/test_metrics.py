@@ -100,8 +100,11 @@ def test_eta_hand_computed():
     Va = np.array([[1.0, np.sin(phi)], [0.0, np.cos(phi)]])
     approx = SimpleNamespace(U=Ua, s=np.array([1.0, 1.0]), V=Va)
     dev = np.array([1 - np.cos(theta), 1 - np.cos(phi)])  # per triplet, u part + v part
-    for w, wv in (("singular_values", [2.0, 0.5]), ("relative", [1.0, 0.25]),
-                  ("uniform", [1.0, 1.0])):
+    for w, wv in (
+        ("singular_values", [2.0, 0.5]),
+        ("relative", [1.0, 0.25]),
+        ("uniform", [1.0, 1.0]),
+    ):
         assert eta(ref, approx, weights=w) == pytest.approx(np.dot(wv, dev) / 2)
 
 
@@ -151,8 +154,9 @@ def test_subspace_error_hand_computed_rotation():
 def test_subspace_error_matches_projection_oracle(shape, seed, data):
     N, M = shape
     rng, r, ref = random_reference(shape, seed, data)
-    approx = SimpleNamespace(U=rng.standard_normal((N, r)), s=np.ones(r),
-                             V=rng.standard_normal((M, r)))
+    approx = SimpleNamespace(
+        U=rng.standard_normal((N, r)), s=np.ones(r), V=rng.standard_normal((M, r))
+    )
     got = subspace_error(ref, approx)
     for X, Y, value in ((ref.U, approx.U, got[0]), (ref.V, approx.V, got[1])):
         Qy = sla.orth(Y)
@@ -175,8 +179,9 @@ def test_residuals_zero_for_exact_and_match_oracle_when_perturbed(kind):
     res = residuals(G, exact)
     assert res["u"].shape == (4,) and res["v"].shape == (4,)
     assert res["max"] < 1e-13
-    pert = SimpleNamespace(U=exact.U + 1e-3 * rng.standard_normal(exact.U.shape), s=exact.s,
-                           V=exact.V)
+    pert = SimpleNamespace(
+        U=exact.U + 1e-3 * rng.standard_normal(exact.U.shape), s=exact.s, V=exact.V
+    )
     res = residuals(G, pert)
     D = A.toarray()
     ru = np.linalg.norm(D @ pert.V - pert.U * pert.s, axis=0) / pert.s[0]
@@ -268,9 +273,11 @@ def test_residual_estimate_weights_do_not_drop_zero_valued_triplets():
     # Three junk triplets: random directions orthogonal to the good ones, value 0.
     Uj = np.linalg.qr(np.hstack([good.U, rng.standard_normal((G.shape[0], 3))]))[0]
     Vj = np.linalg.qr(np.hstack([good.V, rng.standard_normal((G.shape[1], 3))]))[0]
-    approx = SimpleNamespace(U=np.hstack([good.U, Uj[:, 2:]]),
-                             s=np.concatenate([good.s, np.zeros(3)]),
-                             V=np.hstack([good.V, Vj[:, 2:]]))
+    approx = SimpleNamespace(
+        U=np.hstack([good.U, Uj[:, 2:]]),
+        s=np.concatenate([good.s, np.zeros(3)]),
+        V=np.hstack([good.V, Vj[:, 2:]]),
+    )
     for w in WEIGHTS:
         e = eta(ref, approx, weights=w)
         assert e > 0.1 * mean_weight(ref.s, w)
@@ -316,8 +323,11 @@ def test_singular_value_groups():
     assert singular_value_groups(s) == [(0, 2), (2, 3), (3, 6)]
     # measured against s[0]: a gap of 4e-6 is a cluster at s[0] = 5 (5e-6), not at rtol 1e-7
     assert singular_value_groups([5.0, 1.0, 1.0 - 4e-6]) == [(0, 1), (1, 3)]
-    assert singular_value_groups([5.0, 1.0, 1.0 - 4e-6], cluster_rtol=1e-7) == [(0, 1), (1, 2),
-                                                                                (2, 3)]
+    assert singular_value_groups([5.0, 1.0, 1.0 - 4e-6], cluster_rtol=1e-7) == [
+        (0, 1),
+        (1, 2),
+        (2, 3),
+    ]
     assert singular_value_groups([2.0, 2.0, 1.0], cluster_rtol=0) == [(0, 2), (2, 3)]
     assert singular_value_groups([2.0, 2.0], cluster_rtol=None) == [(0, 1), (1, 2)]
     assert singular_value_groups(np.zeros(3)) == [(0, 3)]
@@ -337,15 +347,20 @@ def test_eta_repeated_value_any_basis_is_exact_and_tilt_is_hand_computed():
     ref = SimpleNamespace(U=E[:, :3], s=np.array([2.0, 2.0, 1.0]), V=E[:, :3])
     c = np.cos(0.7)
     rot = np.array([[c, -np.sin(0.7)], [np.sin(0.7), c]])
-    inside = SimpleNamespace(U=np.hstack([E[:, :2] @ rot, E[:, 2:3]]), s=ref.s,
-                             V=np.hstack([E[:, :2] @ rot.T, -E[:, 2:3]]))
+    inside = SimpleNamespace(
+        U=np.hstack([E[:, :2] @ rot, E[:, 2:3]]),
+        s=ref.s,
+        V=np.hstack([E[:, :2] @ rot.T, -E[:, 2:3]]),
+    )
     for w in WEIGHTS:
         assert eta(ref, inside, weights=w) == pytest.approx(0.0, abs=1e-15)
         assert eta(ref, inside, weights=w, cluster_rtol=None) > 0.1  # the literal eta fails it
     # one vector of the cluster tilted out of it by theta: principal cosines 1 and cos(theta)
-    tilted = SimpleNamespace(U=np.column_stack([E[:, 1], np.cos(theta) * E[:, 0]
-                                                + np.sin(theta) * E[:, 3], E[:, 2]]),
-                             s=ref.s, V=ref.V)
+    tilted = SimpleNamespace(
+        U=np.column_stack([E[:, 1], np.cos(theta) * E[:, 0] + np.sin(theta) * E[:, 3], E[:, 2]]),
+        s=ref.s,
+        V=ref.V,
+    )
     for w, wv in (("singular_values", 2.0), ("relative", 1.0), ("uniform", 1.0)):
         assert eta(ref, tilted, weights=w) == pytest.approx(wv * (1 - np.cos(theta)) / 3)
 
@@ -371,8 +386,9 @@ def test_eta_cluster_cut_by_rank_uses_the_whole_cluster():
     assert eta(ref2, approx, weights="uniform") == pytest.approx(1.0)
     assert subspace_error(ref2, approx) == (1.0, 1.0)
     # inside the cut cluster but tilted out of it by 45 degrees, or missing u_1
-    tilted = SimpleNamespace(U=np.column_stack([E[:, 0], (E[:, 2] + E[:, 3]) / np.sqrt(2)]),
-                             s=approx.s, V=approx.V)
+    tilted = SimpleNamespace(
+        U=np.column_stack([E[:, 0], (E[:, 2] + E[:, 3]) / np.sqrt(2)]), s=approx.s, V=approx.V
+    )
     assert subspace_error(ref3, tilted, rank=2)[0] == pytest.approx(np.sqrt(0.5))
     missing = SimpleNamespace(U=E[:, [1, 2]], s=approx.s, V=E[:, [1, 2]])
     assert subspace_error(ref3, missing, rank=2) == pytest.approx((1.0, 1.0))
@@ -399,26 +415,28 @@ def test_cluster_eta_bounded_sign_invariant_and_literal_when_simple(seed, data):
     rng = np.random.default_rng(seed)
     N, M = data.draw(st.integers(2, 10)), data.draw(st.integers(2, 10))
     k = min(N, M)
-    s = np.sort(np.array(data.draw(st.lists(st.sampled_from([3.0, 1.0, 0.5, 0.0]),
-                                            min_size=k, max_size=k))))[::-1]
+    s = np.sort(
+        np.array(data.draw(st.lists(st.sampled_from([3.0, 1.0, 0.5, 0.0]), min_size=k, max_size=k)))
+    )[::-1]
     s[0] = 3.0  # keeps the relative weights defined
     U = np.linalg.qr(rng.standard_normal((N, k)))[0]
     V = np.linalg.qr(rng.standard_normal((M, k)))[0]
     r = data.draw(st.integers(1, k))
     ref = SimpleNamespace(U=U, s=s, V=V)
-    approx = SimpleNamespace(U=rng.standard_normal((N, r)), s=np.ones(r),
-                             V=rng.standard_normal((M, r)))
+    approx = SimpleNamespace(
+        U=rng.standard_normal((N, r)), s=np.ones(r), V=rng.standard_normal((M, r))
+    )
     flips = rng.choice([-1.0, 1.0], size=r)
     flipped = SimpleNamespace(U=approx.U * flips, s=approx.s, V=approx.V * flips[::-1])
     for w in WEIGHTS:
         value = eta(ref, approx, weights=w, rank=r)
         assert 0.0 <= value <= 2 * mean_weight(s[:r], w) * (1 + 1e-12) + 1e-15
-        assert eta(ref, flipped, weights=w, rank=r) == pytest.approx(value, rel=1e-10,
-                                                                     abs=1e-14)
+        assert eta(ref, flipped, weights=w, rank=r) == pytest.approx(value, rel=1e-10, abs=1e-14)
     distinct = SimpleNamespace(U=U, s=np.linspace(2.0, 1.0, k), V=V)
     for w in WEIGHTS:
-        assert (eta(distinct, approx, weights=w, rank=r)
-                == eta(distinct, approx, weights=w, rank=r, cluster_rtol=None))
+        assert eta(distinct, approx, weights=w, rank=r) == eta(
+            distinct, approx, weights=w, rank=r, cluster_rtol=None
+        )
 
 
 def test_eta_rejects_negative_or_unsorted_reference_values():
@@ -436,8 +454,9 @@ def test_residual_estimate_treats_a_repeated_value_as_one_subspace():
     rng = np.random.default_rng(10)
     N, M = 60, 50
     s = np.concatenate([[4.0, 2.0, 2.0, 2.0, 1.0], 0.5 ** np.arange(1, 21)])
-    G = ((np.linalg.qr(rng.standard_normal((N, 25)))[0] * s)
-         @ np.linalg.qr(rng.standard_normal((M, 25)))[0].T)
+    G = (np.linalg.qr(rng.standard_normal((N, 25)))[0] * s) @ np.linalg.qr(
+        rng.standard_normal((M, 25))
+    )[0].T
     exact = svd_triplets(G, 6)
     # rotate the exact vectors of the repeated value 2 inside their subspace
     R = np.linalg.qr(rng.standard_normal((3, 3)))[0]
@@ -468,7 +487,8 @@ def test_sv_error_values_only():
     flipped = SimpleNamespace(U=ref.U[:, ::-1], s=ref.s[::-1], V=ref.V[:, ::-1])
     assert sv_error(ref, flipped) == 0.0
     assert sv_error(ref, shrunk, rank=2) == pytest.approx(
-        np.max(np.abs(shrunk.s[:2] - ref.s[:2])) / ref.s[0])
+        np.max(np.abs(shrunk.s[:2] - ref.s[:2])) / ref.s[0]
+    )
     zero = SimpleNamespace(U=ref.U, s=np.zeros(6), V=ref.V)
     assert sv_error(zero, shrunk) == pytest.approx(np.max(shrunk.s))  # s_1 = 0: absolute
     with pytest.raises(ValueError, match="fewer than"):
@@ -499,7 +519,8 @@ def test_triplet_residual_ties_u_s_and_v():
     products = (G @ half.V, G.T @ half.U)
     assert triplet_residual(G, half, products=products) == triplet_residual(G, half)
     assert triplet_residual(aslinearoperator(G), half) == pytest.approx(
-        triplet_residual(G, half), rel=1e-12)
+        triplet_residual(G, half), rel=1e-12
+    )
     assert triplet_residual(G, half, scale=2.0) == pytest.approx(terms["u"] / 2.0)
     assert triplet_residual(G, half, rank=2) == pytest.approx(1.0, rel=1e-10)
     with pytest.raises(ValueError, match="products"):

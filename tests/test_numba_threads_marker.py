@@ -30,9 +30,15 @@ def test_marked_probe_has_two_threads():
 def _pytest_with_one_thread(**extra_env):
     env = dict(os.environ, NUMBA_NUM_THREADS="1", **extra_env)
     env.pop("KSVD_BENCH_NUMBA_THREADS_CHILD", None)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", PROBE],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_one_thread_process_runs_the_marked_test_in_a_subprocess():

@@ -90,8 +90,9 @@ def test_symmetric_case_reduces_to_classic_nystrom(N, seed, data):
     np.testing.assert_allclose(raw.U, raw.V, atol=1e-8)  # symmetric: U = V, same signs
     assert raw.info["scale"] == pytest.approx(N / n)
 
-    orth = solvers.asym_nystrom(K, rank, row_indices=idx, col_indices=idx, core="paper",
-                                check_passes=0)
+    orth = solvers.asym_nystrom(
+        K, rank, row_indices=idx, col_indices=idx, core="paper", check_passes=0
+    )
     np.testing.assert_allclose(projector(orth.U), projector(vecs), atol=1e-7)
     np.testing.assert_allclose(projector(orth.V), projector(vecs), atol=1e-7)
     # ... and its values are those of the rank-r Nyström approximation C W_r^+ C^T.
@@ -101,8 +102,9 @@ def test_symmetric_case_reduces_to_classic_nystrom(N, seed, data):
 
     # core="stable" on a square sample: Q_C (Q_C[idx])^+ R = C W^+ C^T when W is invertible,
     # the eigen-decomposition of the one-shot Nyström approximation.
-    full = solvers.asym_nystrom(K, rank, row_indices=idx, col_indices=idx, core="stable",
-                                check_passes=0)
+    full = solvers.asym_nystrom(
+        K, rank, row_indices=idx, col_indices=idx, core="stable", check_passes=0
+    )
     C = K[:, idx]
     K_full = C @ np.linalg.pinv(K[np.ix_(idx, idx)], hermitian=True) @ C.T
     lam, Q = np.linalg.eigh(K_full)
@@ -169,8 +171,9 @@ def test_asym_nystrom_reads_only_the_sample():
     src = ReadLog(G)
     # check_passes=0: the a-posteriori check is the only product the method would make;
     # certificate_budget=0: the sampled certificate the only other rows and columns
-    res = solvers.asym_nystrom(src, 3, row_indices=ridx, col_indices=cidx, check_passes=0,
-                               certificate_budget=0)
+    res = solvers.asym_nystrom(
+        src, 3, row_indices=ridx, col_indices=cidx, check_passes=0, certificate_budget=0
+    )
     assert len(src.rows_read) == len(src.cols_read) == 1
     np.testing.assert_array_equal(src.rows_read[0], ridx)
     np.testing.assert_array_equal(src.cols_read[0], cidx)
@@ -231,8 +234,9 @@ def test_norm_sampling_streams_rows_when_the_source_has_no_norms():
     G = np.random.default_rng(5).standard_normal((40, 30))
     G[:5] = 0
     direct = solvers.asym_nystrom(G, 3, n_samples=8, sampling="norm", random_state=6)
-    lazy = solvers.asym_nystrom(aslinearoperator(G), 3, n_samples=8, sampling="norm",
-                                random_state=6)
+    lazy = solvers.asym_nystrom(
+        aslinearoperator(G), 3, n_samples=8, sampling="norm", random_state=6
+    )
     np.testing.assert_array_equal(direct.info["row_indices"], lazy.info["row_indices"])
     np.testing.assert_array_equal(direct.info["col_indices"], lazy.info["col_indices"])
     np.testing.assert_allclose(lazy.s, direct.s, rtol=1e-10)
@@ -478,8 +482,7 @@ def test_the_stable_core_is_near_the_best_projection_of_its_sample():
         best = best_projection_error(G, rows, cols, rank, U0, V0)
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
-            res = solvers.asym_nystrom(G, rank, row_indices=rows, col_indices=cols,
-                                       check_passes=0)
+            res = solvers.asym_nystrom(G, rank, row_indices=rows, col_indices=cols, check_passes=0)
         assert res.info["core_rank"] >= rank
         # Seeds 4-6 miss a whole cluster (no row or column of it sampled: even the best
         # projection has error 1). The others are certified, silently; the misses are
@@ -512,8 +515,9 @@ def test_sparse_graph_kernel_gets_no_silent_overestimate():
     for core in ("paper", "stable"):
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
-            res = solvers.svd(src, 10, method="asym_nystrom", n_samples=40, core=core,
-                              random_state=0)
+            res = solvers.svd(
+                src, 10, method="asym_nystrom", n_samples=40, core=core, random_state=0
+            )
         messages = " | ".join(str(w.message) for w in record)
         # within 1.5x of the truth, or marked unreliable with a warning
         if res.s[0] > 1.5 * exact:

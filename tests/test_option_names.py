@@ -47,18 +47,30 @@ def test_method_any_case_runs_and_is_recorded_canonically(G, spelling):
 def test_solver_options_any_case(G):
     s = np.linalg.svd(G, compute_uv=False)[:3]
     cases = [
-        ("asym_nystrom", {"n_samples": 10, "sampling": "NORM", "core": "Stable"},
-         {"sampling": "norm", "core": "stable"}),
-        ("asym_nystrom", {"n_samples": 10, "sampling": "ARP", "core": "PAPER"},
-         {"sampling": "arp", "core": "paper"}),
-        ("sym_nystrom", {"n_samples": 10, "sampling": "Uniform", "core": "FULL"},
-         {"sampling": "uniform", "core": "full"}),
+        (
+            "asym_nystrom",
+            {"n_samples": 10, "sampling": "NORM", "core": "Stable"},
+            {"sampling": "norm", "core": "stable"},
+        ),
+        (
+            "asym_nystrom",
+            {"n_samples": 10, "sampling": "ARP", "core": "PAPER"},
+            {"sampling": "arp", "core": "paper"},
+        ),
+        (
+            "sym_nystrom",
+            {"n_samples": 10, "sampling": "Uniform", "core": "FULL"},
+            {"sampling": "uniform", "core": "full"},
+        ),
         ("tsvd", {"backend": "ARPACK"}, {}),
         ("rsvd", {"power_iteration_normalizer": "qr"}, {}),
     ]
     for method, opts, recorded in cases:
-        canonical = {k: v.lower() if k != "power_iteration_normalizer" else v.upper()
-                     for k, v in opts.items() if isinstance(v, str)}
+        canonical = {
+            k: v.lower() if k != "power_iteration_normalizer" else v.upper()
+            for k, v in opts.items()
+            if isinstance(v, str)
+        }
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             res = solvers.svd(G, 3, method=method.upper(), random_state=0, **opts)
@@ -75,12 +87,18 @@ def test_solver_options_any_case(G):
     [
         (lambda G: solvers.svd(G, 3, method="rsvdx"), "method must be one of 'tsvd', 'rsvd'"),
         (lambda G: solvers.svd(G, 3, method=None), "method must be one of"),
-        (lambda G: solvers.asym_nystrom(G, 3, n_samples=9, sampling="nrm"),
-         "sampling must be one of 'uniform', 'norm', 'arp', 'rpcholesky', 'aca'"),
-        (lambda G: solvers.asym_nystrom(G, 3, n_samples=9, core="stabel"),
-         "core must be one of 'stable', 'paper'"),
-        (lambda G: solvers.tsvd(G, 3, backend="arpak"),
-         "backend must be one of 'arpack', 'propack', 'lobpcg'"),
+        (
+            lambda G: solvers.asym_nystrom(G, 3, n_samples=9, sampling="nrm"),
+            "sampling must be one of 'uniform', 'norm', 'arp', 'rpcholesky', 'aca'",
+        ),
+        (
+            lambda G: solvers.asym_nystrom(G, 3, n_samples=9, core="stabel"),
+            "core must be one of 'stable', 'paper'",
+        ),
+        (
+            lambda G: solvers.tsvd(G, 3, backend="arpak"),
+            "backend must be one of 'arpack', 'propack', 'lobpcg'",
+        ),
     ],
 )
 def test_unknown_solver_names_list_the_choices(G, call, message):
@@ -89,12 +107,14 @@ def test_unknown_solver_names_list_the_choices(G, call, message):
 
 
 def test_sampler_names_any_case(G, points):
-    sel = select_rows_cols(DenseSource(G), 6, 6, sampling="ACA", rng=np.random.default_rng(0),
-                           rank=3)
+    sel = select_rows_cols(
+        DenseSource(G), 6, 6, sampling="ACA", rng=np.random.default_rng(0), rank=3
+    )
     assert sel.row_indices.size == 6
     with pytest.raises(ValueError, match="sampling must be one of"):
-        select_rows_cols(DenseSource(G), 6, 6, sampling="acca", rng=np.random.default_rng(0),
-                         rank=3)
+        select_rows_cols(
+            DenseSource(G), 6, 6, sampling="acca", rng=np.random.default_rng(0), rank=3
+        )
     X, Z = points
     src = KernelSource.from_points(X, Z, "sne", gamma=1.0)
     a = rpcholesky_svd(src, 2, 8, rng=np.random.default_rng(0), pivots="PLAIN")
@@ -109,8 +129,9 @@ def test_kernel_device_setup_compat_any_case(points):
     assert src.kernel == "sne" and src.device == "cpu"
     V = np.random.default_rng(0).standard_normal((Z.shape[0], 2))
     np.testing.assert_allclose(src.matmat(V), ref.matmat(V), rtol=1e-12)
-    np.testing.assert_array_equal(kernel_matrix(X, Z, "Rbf", gamma=1.0),
-                                  kernel_matrix(X, Z, "rbf", gamma=1.0))
+    np.testing.assert_array_equal(
+        kernel_matrix(X, Z, "Rbf", gamma=1.0), kernel_matrix(X, Z, "rbf", gamma=1.0)
+    )
     assert check_device("Cuda") == "cuda"
     assert resolve_compat("PCA", (4, 3)) == "pca" and resolve_compat("AUTO", (3, 3)) is None
     A = np.random.default_rng(2).standard_normal((30, 30))

@@ -33,8 +33,9 @@ def test_sparse_gamma_counts_the_zeros_of_a_truly_sparse_matrix(fmt):
     rng = np.random.default_rng(2)
     A = (1e6 + rng.normal(size=(80, 60))) * (rng.random((80, 60)) < 0.3)
     expected = np.sqrt(60 * np.var(A))
-    assert paper_gamma(sp.csr_matrix(A).asformat(fmt), 2.0) == pytest.approx(2 * expected,
-                                                                             rel=1e-12)
+    assert paper_gamma(sp.csr_matrix(A).asformat(fmt), 2.0) == pytest.approx(
+        2 * expected, rel=1e-12
+    )
 
 
 def test_sparse_gamma_sums_duplicate_entries_first():
@@ -47,8 +48,9 @@ def test_sparse_gamma_sums_duplicate_entries_first():
     assert gamma == pytest.approx(np.sqrt(4 * np.var(A.toarray())), rel=1e-12)
 
 
-@pytest.mark.parametrize("A", [sp.csr_matrix((5, 4)), sp.csr_matrix(np.full((5, 4), 1e8))],
-                         ids=["all-zero", "constant"])
+@pytest.mark.parametrize(
+    "A", [sp.csr_matrix((5, 4)), sp.csr_matrix(np.full((5, 4), 1e8))], ids=["all-zero", "constant"]
+)
 def test_zero_variance_is_still_refused(A):
     with pytest.raises(ValueError, match="zero variance"):
         paper_gamma(A)

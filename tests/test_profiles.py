@@ -38,8 +38,9 @@ def test_performance_profile_by_hand():
 
 def test_performance_profile_matches_the_definition_on_random_data():
     rng = np.random.default_rng(3)
-    times = {s: np.where(rng.random(30) < 0.2, INF, rng.lognormal(0, 1.5, 30)).tolist()
-             for s in "abcd"}
+    times = {
+        s: np.where(rng.random(30) < 0.2, INF, rng.lognormal(0, 1.5, 30)).tolist() for s in "abcd"
+    }
     tau, rho = performance_profile(times, tau_max=50.0)
     assert tau[0] == 1.0 and tau[-1] == 50.0 and np.all(np.diff(tau) > 0)
     for i in range(0, tau.size, 7):
@@ -63,20 +64,23 @@ def test_unsolved_never_counts_and_stays_in_the_denominator():
 
 def test_ties_all_win_and_zero_time_is_the_best():
     tau, rho = performance_profile({"a": [1.0, 0.0], "b": [1.0, 2.0]})
-    assert rho["a"][0] == 1.0      # tie on problem 1, only finite zero on problem 2
-    assert rho["b"][0] == 0.5 and rho["b"][-1] == 0.5   # 2 / 0 is infinitely slower
+    assert rho["a"][0] == 1.0  # tie on problem 1, only finite zero on problem 2
+    assert rho["b"][0] == 0.5 and rho["b"][-1] == 0.5  # 2 / 0 is infinitely slower
 
 
-@pytest.mark.parametrize("times, tau_max, match", [
-    ({}, 100.0, "non-empty mapping"),
-    ({"a": [1.0], "b": [1.0, 2.0]}, 100.0, "one cost per problem"),
-    ({"a": [-1.0]}, 100.0, "negative"),
-    ({"a": 3.0}, 100.0, "sequence over problems"),
-    ({"a": [[1.0, 2.0]]}, 100.0, "1-D"),
-    ({"a": []}, 100.0, "no problems"),
-    ({"a": [1.0]}, 1.0, "tau_max"),
-    ({"a": [1.0]}, float("inf"), "tau_max"),
-])
+@pytest.mark.parametrize(
+    "times, tau_max, match",
+    [
+        ({}, 100.0, "non-empty mapping"),
+        ({"a": [1.0], "b": [1.0, 2.0]}, 100.0, "one cost per problem"),
+        ({"a": [-1.0]}, 100.0, "negative"),
+        ({"a": 3.0}, 100.0, "sequence over problems"),
+        ({"a": [[1.0, 2.0]]}, 100.0, "1-D"),
+        ({"a": []}, 100.0, "no problems"),
+        ({"a": [1.0]}, 1.0, "tau_max"),
+        ({"a": [1.0]}, float("inf"), "tau_max"),
+    ],
+)
 def test_performance_profile_refuses_bad_input(times, tau_max, match):
     with pytest.raises(ValueError, match=match):
         performance_profile(times, tau_max=tau_max)
@@ -116,10 +120,24 @@ def test_profile_tables_from_suite_records():
 
 
 def test_profile_tables_missing_pair_is_unsolved_and_bad_record_refused():
-    recs = [{"problem": "p1", "solver": "a", "measure": "m", "eps": 0.1, "seconds": 1.0,
-             "status": "converged"},
-            {"problem": "p2", "solver": "b", "measure": "m", "eps": 0.1, "seconds": 2.0,
-             "status": "converged"}]
+    recs = [
+        {
+            "problem": "p1",
+            "solver": "a",
+            "measure": "m",
+            "eps": 0.1,
+            "seconds": 1.0,
+            "status": "converged",
+        },
+        {
+            "problem": "p2",
+            "solver": "b",
+            "measure": "m",
+            "eps": 0.1,
+            "seconds": 2.0,
+            "status": "converged",
+        },
+    ]
     t = profile_tables(recs)[("m", 0.1)]
     assert t["seconds"]["a"].tolist() == [1.0, INF]
     assert t["seconds"]["b"].tolist() == [INF, 2.0]

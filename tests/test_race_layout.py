@@ -66,7 +66,7 @@ def _imports(modules):
 
 def _study(module):
     """The study a module belongs to (``compare``, ``scale``, ``spectrum``...), None if shared."""
-    rest = module[len(PACKAGE) + 1:].split(".") if module != PACKAGE else []
+    rest = module[len(PACKAGE) + 1 :].split(".") if module != PACKAGE else []
     return None if not rest or rest[0] in SHARED else rest[0]
 
 
@@ -105,8 +105,11 @@ def _cycles(graph):
 
 
 def test_the_race_has_plain_module_names():
-    private = [str(p.relative_to(RACE_DIR)) for p in RACE_DIR.rglob("*.py")
-               if p.name.startswith("_") and p.name != "__init__.py"]
+    private = [
+        str(p.relative_to(RACE_DIR))
+        for p in RACE_DIR.rglob("*.py")
+        if p.name.startswith("_") and p.name != "__init__.py"
+    ]
     assert private == []
 
 
@@ -133,16 +136,52 @@ def test_no_study_imports_another_studys_private_names():
     assert offending == []
 
 
-@pytest.mark.parametrize(("name", "public"), [
-    ("ksvd_bench.race.compare", ("run_compare", "CompareResult", "format_compare",
-                                 "write_compare_files", "VARIANTS", "DEFAULT_METHODS",
-                                 "ROW_FIELDS", "RUN_FIELDS", "STRUCTURED_NAME",
-                                 "exact_operator", "seeds_from")),
-    ("ksvd_bench.race.scale", ("run_scale", "ScaleResult", "RUNNERS", "register_runner",
-                               "MethodRunner", "format_scale", "best_cells", "ProblemSpec")),
-    ("ksvd_bench.race.common", ("meets", "verdict", "measure_bound", "warm_up",
-                                "exact_operator", "VARIANTS", "solver_of")),
-])
+@pytest.mark.parametrize(
+    ("name", "public"),
+    [
+        (
+            "ksvd_bench.race.compare",
+            (
+                "run_compare",
+                "CompareResult",
+                "format_compare",
+                "write_compare_files",
+                "VARIANTS",
+                "DEFAULT_METHODS",
+                "ROW_FIELDS",
+                "RUN_FIELDS",
+                "STRUCTURED_NAME",
+                "exact_operator",
+                "seeds_from",
+            ),
+        ),
+        (
+            "ksvd_bench.race.scale",
+            (
+                "run_scale",
+                "ScaleResult",
+                "RUNNERS",
+                "register_runner",
+                "MethodRunner",
+                "format_scale",
+                "best_cells",
+                "ProblemSpec",
+            ),
+        ),
+        (
+            "ksvd_bench.race.common",
+            (
+                "meets",
+                "verdict",
+                "measure_bound",
+                "warm_up",
+                "exact_operator",
+                "VARIANTS",
+                "solver_of",
+            ),
+        ),
+    ],
+)
 def test_public_names_stay_importable(name, public):
     import importlib
 

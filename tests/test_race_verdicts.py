@@ -53,20 +53,34 @@ def _check_stopped_rows(rows):
 
 
 def test_rule_failures_names_every_failed_part():
-    row = {"converged": True, "eps": 0.1, "value": 0.05, "sv_error": 0.46,
-           "triplet_residual": 0.02, "reliable": True}
+    row = {
+        "converged": True,
+        "eps": 0.1,
+        "value": 0.05,
+        "sv_error": 0.46,
+        "triplet_residual": 0.02,
+        "reliable": True,
+    }
     assert rule_failures(row) == ["sv_error=0.46 (eps=0.1)"]
     assert rule_failures({**row, "sv_error": 0.01}) == []
     # fails safe: a check that was not made is not a pass
     assert rule_failures({**row, "sv_error": None, "triplet_residual": float("nan")}) == [
-        "sv_error=None (eps=0.1)", "triplet_residual=nan (eps=0.1)"]
+        "sv_error=None (eps=0.1)",
+        "triplet_residual=nan (eps=0.1)",
+    ]
     assert rule_failures({**row, "sv_error": 0.0, "reliable": False}) == ["reliable=False"]
     assert rule_failures({**row, "converged": False}) == []
     # the rows: converged beside sv_error 0.58 at eps 0.1
     bad = [{**row, "method": "asym_nystrom [stop=residual]", "sv_error": 0.58}]
     assert len(audit_rows(bad)) == 1 and "sv_error=0.58" in audit_rows(bad)[0]
-    spectrum_row = {"eps": 0.1, "rsvd_converged": True, "rsvd_value": 0.01,
-                    "rsvd_sv_error": 0.2, "rsvd_triplet_residual": 0.01, "rsvd_reliable": True}
+    spectrum_row = {
+        "eps": 0.1,
+        "rsvd_converged": True,
+        "rsvd_value": 0.01,
+        "rsvd_sv_error": 0.2,
+        "rsvd_triplet_residual": 0.01,
+        "rsvd_reliable": True,
+    }
     assert "rsvd_sv_error=0.2 (eps=0.1)" in audit_rows([spectrum_row])[0]
 
 
@@ -83,8 +97,15 @@ def test_status_of():
 @pytest.fixture(scope="module")
 def synthetic_race(tmp_path_factory):
     out = tmp_path_factory.mktemp("synthetic_race")
-    result = run_compare("synthetic", rank=5, methods=("tsvd", *FAST), seeds=2,
-                         problem_options=SYNTH, out=out, progress=False)
+    result = run_compare(
+        "synthetic",
+        rank=5,
+        methods=("tsvd", *FAST),
+        seeds=2,
+        problem_options=SYNTH,
+        out=out,
+        progress=False,
+    )
     return result, json.loads((out / "compare.json").read_text())
 
 
@@ -99,8 +120,17 @@ def test_synthetic_race_rows_meet_the_rule(synthetic_race):
 
 def test_history_holds_every_seeds_sweep(synthetic_race):
     result, payload = synthetic_race
-    keys = {"seed", "effort", "seconds", "passes", "entries_read", "value", "sv_error",
-            "triplet_residual", "status"}
+    keys = {
+        "seed",
+        "effort",
+        "seconds",
+        "passes",
+        "entries_read",
+        "value",
+        "sv_error",
+        "triplet_residual",
+        "status",
+    }
     for r in payload["rows"]:
         if r["stop"] == "n/a":
             assert r["history"] == []
@@ -119,7 +149,7 @@ def test_history_holds_every_seeds_sweep(synthetic_race):
             assert len({p["seed"] for p in hits}) == r["n_seeds"]
     # the CSV keeps one line per row without the sweeps; the runs keep no sweep either
     assert all("history" not in run for run in payload["runs"])
-    header = (result.paths["csv"] and open(result.paths["csv"]).readline())
+    header = result.paths["csv"] and open(result.paths["csv"]).readline()
     assert "history" not in header and "status" in header
 
 
@@ -135,15 +165,26 @@ def test_a_stop_that_fires_on_a_wrong_answer_is_shown_wrong():
     ctx.base = {"dataset": "x", "shape": [10, 10], "kernel": None}
     ctx.G = np.zeros((10, 10))
     ctx.settings = type("S", (), {"seeds": (7,)})()
-    h = {"effort": 8, "eta": 0.05, "value": 0.05, "residual_estimate": 0.01, "seconds": 0.5,
-         "n_passes": 1.0, "sv_error": 0.46, "triplet_residual": 0.02, "n_warnings": 0,
-         "warnings": [], "reliable": True}
+    h = {
+        "effort": 8,
+        "eta": 0.05,
+        "value": 0.05,
+        "residual_estimate": 0.01,
+        "seconds": 0.5,
+        "n_passes": 1.0,
+        "sv_error": 0.46,
+        "triplet_residual": 0.02,
+        "n_warnings": 0,
+        "warnings": [],
+        "reliable": True,
+    }
     row = cells._residual_row(ctx, "sym_nystrom", "singular_values", 0.1, [h], Final())
     assert row["status"] == "stopped early, wrong" and row["converged"] is False
     assert row["sv_error"] == 0.46 and row["seconds"] == 0.5 and row["n_converged"] == 0
     assert row["history"][0]["status"] == "not converged"
-    right = cells._residual_row(ctx, "sym_nystrom", "singular_values", 0.1,
-                                [{**h, "sv_error": 0.01}], Final())
+    right = cells._residual_row(
+        ctx, "sym_nystrom", "singular_values", 0.1, [{**h, "sv_error": 0.01}], Final()
+    )
     assert right["status"] == "converged" and right["converged"] is True
     never = cells._residual_row(ctx, "sym_nystrom", "singular_values", 0.001, [h], Final())
     assert never["status"] == "not converged" and never["seconds"] is None
@@ -156,8 +197,14 @@ def test_default_cora_race_rows_meet_the_rule(tmp_path):
     # The default race (the strict measures at 1e-1 and 1e-2) plus the paper's weighting, whose
     # residual-stopped rows were the ones found converged beside sv errors up to 0.58; cut to
     # two solvers and one seed to stay fast.
-    run_compare("cora", weights=(*DEFAULT_MEASURES, "singular_values"), methods=CORA,
-                seeds=1, out=tmp_path, progress=False)
+    run_compare(
+        "cora",
+        weights=(*DEFAULT_MEASURES, "singular_values"),
+        methods=CORA,
+        seeds=1,
+        out=tmp_path,
+        progress=False,
+    )
     payload = json.loads((tmp_path / "compare.json").read_text())
     rows = _check_payload(payload)
     residual = _check_stopped_rows(rows)

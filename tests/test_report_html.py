@@ -46,6 +46,7 @@ def _parse(page):
 
 # ------------------------------------------------------------------------------- verdicts
 
+
 def test_row_status_applies_the_whole_triplet_rule_to_older_rows():
     base = {"method": "x", "eps": 0.1, "seconds": 1.0}
     assert row_status({**base, "converged": True, "sv_error": 0.05}) == "converged"
@@ -64,9 +65,11 @@ def test_verdicts_pick_the_fastest_right_answer():
     # the faster asym_nystrom [stop=residual] stopped on a wrong answer: it never wins
     assert v["winner"] == "block_krylov" and v["seconds"] == 0.01
     assert v["speedup"] == pytest.approx(2.0) and v["baseline_seconds"] == 0.02
-    assert v["n_right"] == 2 and v["n_solvers"] == 3    # the n/a row is not counted
-    assert v["sentence"] == ("alpha graph, eta[uniform], eps 1e-1: block_krylov 10 ms, "
-                             "2x faster than RSVD (20 ms); 2/3 right.")
+    assert v["n_right"] == 2 and v["n_solvers"] == 3  # the n/a row is not counted
+    assert v["sentence"] == (
+        "alpha graph, eta[uniform], eps 1e-1: block_krylov 10 ms, "
+        "2x faster than RSVD (20 ms); 2/3 right."
+    )
     nobody = found[("beta<points>", "lowrank", 0.01)]
     assert nobody["winner"] is None and nobody["speedup"] is None
     assert "no solver's answer is right (0/3)" in nobody["sentence"]
@@ -78,11 +81,21 @@ def test_verdicts_on_the_recorded_cora_race_agree_with_the_rows():
     groups = {(r["dataset"], r["measure"], r["weights"], r["eps"]) for r in rows}
     assert len(found) == len(groups) == 8
     for v in found:
-        group = [r for r in rows if r["eps"] == v["eps"] and r["stop"] != "n/a"
-                 and (r["measure"] if not r["weights"] else f"{r['measure']}[{r['weights']}]")
-                 == v["measure"]]
-        right = [r for r in group if r["converged"] and r["reliable"]
-                 and (r["sv_error"] is None or r["sv_error"] <= r["eps"])]
+        group = [
+            r
+            for r in rows
+            if r["eps"] == v["eps"]
+            and r["stop"] != "n/a"
+            and (r["measure"] if not r["weights"] else f"{r['measure']}[{r['weights']}]")
+            == v["measure"]
+        ]
+        right = [
+            r
+            for r in group
+            if r["converged"]
+            and r["reliable"]
+            and (r["sv_error"] is None or r["sv_error"] <= r["eps"])
+        ]
         best = min(right, key=lambda r: r["seconds"])
         assert (v["winner"], v["seconds"]) == (best["method"], best["seconds"])
         rsvd = next(r for r in group if r["method"] == "rsvd")
@@ -100,8 +113,9 @@ def test_headline_fits_and_names_what_it_leaves_out():
     # a title, a line per problem, a line per verdict, warnings, the page
     assert len(lines) == 1 + 2 + 8 + 2
     assert lines[1] == "alpha graph:"
-    assert lines[2] == ("  eta[uniform], eps 1e-1: block_krylov 10 ms, 2x faster than RSVD "
-                        "(20 ms); 2/3 right.")
+    assert lines[2] == (
+        "  eta[uniform], eps 1e-1: block_krylov 10 ms, 2x faster than RSVD (20 ms); 2/3 right."
+    )
     assert lines[-1] == "report: out/report.html"
     assert lines[-2] == "warnings (messages in the report): block_krylov 8"
     short = headline(rows, max_lines=6, report_path="r.html")
@@ -117,8 +131,12 @@ def test_headline_fits_and_names_what_it_leaves_out():
 
 def test_warnings_count_per_solver_with_its_stopping_rule_rows():
     rows = sample_rows()
-    extra = dict(rows[1], method="block_krylov [stop=residual]", n_warnings=2,
-                 warnings=["other message", "other message"])
+    extra = dict(
+        rows[1],
+        method="block_krylov [stop=residual]",
+        n_warnings=2,
+        warnings=["other message", "other message"],
+    )
     assert warning_counts(rows) == {"block_krylov": (8, 1)}
     assert warning_counts(rows + [extra]) == {"block_krylov": (10, 2)}
 
@@ -128,18 +146,25 @@ def test_failures_list_wrong_rows_warnings_and_what_does_not_apply():
     statuses = {f["status"] for f in found if f["applies"]}
     assert statuses == {"converged", "stopped early, wrong", "not converged", "unreliable"}
     warned = [f for f in found if f["status"] == "converged"]
-    assert warned and all(f["warnings"] == ["block_krylov: basis lost rank at effort 5"]
-                          for f in warned)
+    assert warned and all(
+        f["warnings"] == ["block_krylov: basis lost rank at effort 5"] for f in warned
+    )
     assert sum(not f["applies"] for f in found) == 8
 
 
 # ------------------------------------------------------------------------------- the page
 
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    path = write_report(out, rows=sample_rows(), meta=sample_meta(), records=sample_records(),
-                        headline_extra=["collection: test-set v1"])
+    path = write_report(
+        out,
+        rows=sample_rows(),
+        meta=sample_meta(),
+        records=sample_records(),
+        headline_extra=["collection: test-set v1"],
+    )
     assert path == out / "report.html"
     return path.read_text(encoding="utf-8")
 
@@ -170,7 +195,8 @@ def test_page_holds_headline_sections_profiles_failures_and_record(page):
     assert "<points>" not in page and "beta&lt;points&gt;" in page
     items = re.findall(r'<li class="verdict">(.*?)</li>', page)
     assert [html.unescape(re.sub(r"<[^>]+>", "", i)) for i in items] == [
-        v["sentence"] for v in verdicts(sample_rows())]
+        v["sentence"] for v in verdicts(sample_rows())
+    ]
     assert "collection: test-set v1" in page
     images = [a for t, a in tags if t == "img"]
     # 2 problems x 2 measures of curves, and one profile figure (one measure, one eps)
@@ -180,7 +206,7 @@ def test_page_holds_headline_sections_profiles_failures_and_record(page):
         assert f">{status}<" in page
     assert "block_krylov: basis lost rank at effort 5" in page
     assert "Not run (does not apply)" in page and "needs two point sets" in page
-    assert "unreliable on p4" in page          # suite failures with their reason
+    assert "unreliable on p4" in page  # suite failures with their reason
     for key in ("command_line", "seeds", "threads", "load_average", "machine: numpy"):
         assert f"<dt>{key}</dt>" in page
 
@@ -200,7 +226,7 @@ def test_png_variants_show_the_same_image_and_encode_differently():
     for n in (1, 2, 3):
         padded = _png_padded(png, n)
         image = Image.open(io.BytesIO(padded))
-        image.load()                     # checks every chunk's CRC
+        image.load()  # checks every chunk's CRC
         assert image.size == (200, 100) and image.text["pad"] == "." * n
         assert base64.b64encode(padded)[60:] != base64.b64encode(png)[60:]
     pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
@@ -229,8 +255,11 @@ def test_figure_uri_takes_the_first_variant_without_http(monkeypatch):
 
 
 def test_page_draws_one_point_per_row_without_a_history():
-    rows = [{k: v for k, v in r.items() if k != "history"} for r in sample_rows()
-            if r["dataset"] == PROBLEMS[0] and r["measure"] == "lowrank"]
+    rows = [
+        {k: v for k, v in r.items() if k != "history"}
+        for r in sample_rows()
+        if r["dataset"] == PROBLEMS[0] and r["measure"] == "lowrank"
+    ]
     page = render_report(rows=rows)
     assert "recorded no effort sweep" in page
     assert page.count("<img ") == 1
@@ -241,8 +270,10 @@ def test_suite_only_page_and_refusals(tmp_path):
     page = render_report(records=sample_records(), meta={"command": "suite"})
     assert 'id="profiles"' in page and page.count("<img ") == 1
     # the headline from the records: p2 is block_krylov's (1 s against RSVD's 2 s)
-    assert ('p2, eta[uniform], eps 1e-2: <span class="winner">block_krylov</span> 1 s, '
-            "2x faster than RSVD (2 s); 2/3 right.") in page
+    assert (
+        'p2, eta[uniform], eps 1e-2: <span class="winner">block_krylov</span> 1 s, '
+        "2x faster than RSVD (2 s); 2/3 right."
+    ) in page
     assert "<title>ksvd-bench suite</title>" in page
     with pytest.raises(ValueError, match="neither"):
         write_report(tmp_path, rows=[], records=None)

@@ -14,9 +14,13 @@ from ksvd_bench.race.residual_study import (
 
 @pytest.fixture(scope="module")
 def rows():
-    return run_residual_study(("cora",), 5, methods=("rsvd", "asym_nystrom"),
-                              efforts={"rsvd": (0, 10), "asym_nystrom": (10, 40)},
-                              weights=("uniform", "relative"))
+    return run_residual_study(
+        ("cora",),
+        5,
+        methods=("rsvd", "asym_nystrom"),
+        efforts={"rsvd": (0, 10), "asym_nystrom": (10, 40)},
+        weights=("uniform", "relative"),
+    )
 
 
 def test_rows_carry_estimate_truth_and_verdict(rows):

@@ -59,8 +59,9 @@ def test_auto_normalizer(n_iter, expected):
 
 def test_product_count():
     N, M, rank, p, q = 70, 50, 3, 6, 2
-    res = solvers.rsvd(decaying(N, M, seed=4), rank, n_oversamples=p, n_iter=q, random_state=0,
-                       check_passes=0)
+    res = solvers.rsvd(
+        decaying(N, M, seed=4), rank, n_oversamples=p, n_iter=q, random_state=0, check_passes=0
+    )
     # q power iterations (2 products each), the final range product and the projection
     # (check_passes=0: without the certificate's passes).
     assert res.info["n_matvec"] == (2 * q + 2) * (rank + p)
@@ -78,8 +79,14 @@ def test_sketch_is_capped_at_min_dimension():
 
 def test_float32_lazy_source_stays_float32():
     G = decaying(90, 70, seed=6, dtype=np.float32)
-    op = LinearOperator(G.shape, matvec=lambda x: G @ x, rmatvec=lambda y: G.T @ y,
-                        matmat=lambda X: G @ X, rmatmat=lambda Y: G.T @ Y, dtype=np.float32)
+    op = LinearOperator(
+        G.shape,
+        matvec=lambda x: G @ x,
+        rmatvec=lambda y: G.T @ y,
+        matmat=lambda X: G @ X,
+        rmatmat=lambda Y: G.T @ Y,
+        dtype=np.float32,
+    )
     res = solvers.rsvd(op, 5, n_iter=6, random_state=0)
     assert res.U.dtype == res.s.dtype == res.V.dtype == np.float32
     s = np.linalg.svd(G.astype(np.float64), compute_uv=False)
@@ -97,8 +104,7 @@ def test_range_finder_captures_an_exact_low_rank_range(normalizer):
     residual = A - Q @ (Q.T @ A)
     assert np.linalg.norm(residual) <= 1e-10 * np.linalg.norm(A)
     # scikit-learn's finder spans the same 6-dimensional range.
-    Qs = sk_range_finder(A, size=8, n_iter=3, power_iteration_normalizer=normalizer,
-                         random_state=0)
+    Qs = sk_range_finder(A, size=8, n_iter=3, power_iteration_normalizer=normalizer, random_state=0)
     P = np.linalg.svd(A, full_matrices=False)[0][:, :6]
     for B in (Q, Qs):
         np.testing.assert_allclose(np.linalg.norm(B.T @ P, axis=0), 1, atol=1e-10)

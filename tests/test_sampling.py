@@ -51,8 +51,9 @@ def _top(G, r):
 @pytest.mark.parametrize("sampling", ["arp", "aca"])
 def test_exact_when_the_sample_spans_G(sampling):
     G = _low_rank(60, 45, 5)
-    sel = select_rows_cols(DenseSource(G), 7, 5, sampling=sampling,
-                           rng=np.random.default_rng(0), rank=5)
+    sel = select_rows_cols(
+        DenseSource(G), 7, 5, sampling=sampling, rng=np.random.default_rng(0), rank=5
+    )
     U, s, V = _top(G, 5)
     Ua, sa, Va = _cross_svd(G, sel, 5)
     np.testing.assert_allclose(sa, s, rtol=1e-8)
@@ -64,8 +65,9 @@ def test_exact_when_the_sample_spans_G(sampling):
 
 def test_arp_costs_one_pass_and_reads_no_rows():
     G = _low_rank(40, 30, 4)
-    sel = select_rows_cols(DenseSource(G), 6, 6, sampling="arp",
-                           rng=np.random.default_rng(1), rank=4)
+    sel = select_rows_cols(
+        DenseSource(G), 6, 6, sampling="arp", rng=np.random.default_rng(1), rank=4
+    )
     assert sel.n_passes == 1.0 and sel.entries_read == 40 * 30
     assert sel.rows is None and sel.cols is None
     assert sel.info["sketch_rank_rows"] == 4  # numerical rank of G Omega
@@ -85,8 +87,9 @@ def test_arp_pivots_take_a_row_of_leverage_one():
 
 def test_aca_returns_the_rows_and_columns_it_read():
     G = _low_rank(50, 40, 6) + 1e-3 * np.random.default_rng(3).standard_normal((50, 40))
-    sel = select_rows_cols(DenseSource(G), 9, 6, sampling="aca",
-                           rng=np.random.default_rng(2), rank=6)
+    sel = select_rows_cols(
+        DenseSource(G), 9, 6, sampling="aca", rng=np.random.default_rng(2), rank=6
+    )
     np.testing.assert_array_equal(sel.rows, G[sel.row_indices])
     np.testing.assert_array_equal(sel.cols, G[:, sel.col_indices])
     # 9 crosses read 9 rows and 9 columns; 3 of the columns are not kept; plus references
@@ -102,11 +105,13 @@ def test_aca_misses_a_decoupled_block():
     G = np.zeros((203, 203))
     G[:200, :200] = big
     G[200:, 200:] = 1e5 * np.linalg.qr(rng.standard_normal((3, 3)))[0]  # dominant, 3 x 3
-    sel = select_rows_cols(DenseSource(G), 3, 3, sampling="aca",
-                           rng=np.random.default_rng(0), rank=3)
+    sel = select_rows_cols(
+        DenseSource(G), 3, 3, sampling="aca", rng=np.random.default_rng(0), rank=3
+    )
     hit_aca = np.any(sel.row_indices >= 200)
-    arp = select_rows_cols(DenseSource(G), 3, 3, sampling="arp",
-                           rng=np.random.default_rng(0), rank=3)
+    arp = select_rows_cols(
+        DenseSource(G), 3, 3, sampling="arp", rng=np.random.default_rng(0), rank=3
+    )
     assert np.all(arp.row_indices >= 200)  # ARP finds the three dominant directions
     assert not hit_aca
 
@@ -114,12 +119,18 @@ def test_aca_misses_a_decoupled_block():
 @pytest.mark.parametrize("sampling", ["arp", "aca"])
 def test_samplers_are_deterministic_per_seed(sampling):
     G = _low_rank(80, 70, 10) + 1e-2 * np.random.default_rng(5).standard_normal((80, 70))
-    a, b, c = (select_rows_cols(DenseSource(G), 12, 10, sampling=sampling,
-                                rng=np.random.default_rng(s), rank=8) for s in (4, 4, 5))
+    a, b, c = (
+        select_rows_cols(
+            DenseSource(G), 12, 10, sampling=sampling, rng=np.random.default_rng(s), rank=8
+        )
+        for s in (4, 4, 5)
+    )
     np.testing.assert_array_equal(a.row_indices, b.row_indices)
     np.testing.assert_array_equal(a.col_indices, b.col_indices)
-    assert not (np.array_equal(a.row_indices, c.row_indices)
-                and np.array_equal(a.col_indices, c.col_indices))
+    assert not (
+        np.array_equal(a.row_indices, c.row_indices)
+        and np.array_equal(a.col_indices, c.col_indices)
+    )
 
 
 def test_select_rows_cols_bad_inputs():
@@ -174,8 +185,7 @@ def test_rpcholesky_counts_every_entry_it_reads(kernel):
     X, Z = _points(50, 40, 2, seed=1)
     for pivots in ("scaled", "plain"):
         jp = JointKernel(X, Z, kernel, inv_g2=1.0)
-        info = rpcholesky_svd(_Holder(jp), 4, 12, rng=np.random.default_rng(3),
-                              pivots=pivots)[3]
+        info = rpcholesky_svd(_Holder(jp), 4, 12, rng=np.random.default_rng(3), pivots=pivots)[3]
         assert info["entries_read"] == jp.n_entries
 
 
@@ -196,8 +206,7 @@ def test_rpcholesky_counts_entries_and_the_trace_bound_holds():
 
 
 def test_rpcholesky_finds_rare_clusters():
-    P = make_rare_clusters(500, 400, 16, n_clusters=6, n_rare=2, rare_weight=0.02,
-                           random_state=0)
+    P = make_rare_clusters(500, 400, 16, n_clusters=6, n_rare=2, rare_weight=0.02, random_state=0)
     assert np.bincount(P.labels_x)[-2:].max() <= 4  # the rare clusters hold a few points
     src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma)
     G = kernel_matrix(P.X, P.Z, "sne", gamma=P.gamma)
@@ -216,15 +225,18 @@ def test_rpcholesky_is_deterministic_per_seed():
     np.testing.assert_array_equal(a[1], b[1])
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[3]["pivots_x"], b[3]["pivots_x"])
-    assert not np.array_equal(np.sort(np.concatenate([a[3]["pivots_x"], a[3]["pivots_z"] + 60])),
-                              np.sort(np.concatenate([c[3]["pivots_x"], c[3]["pivots_z"] + 60])))
+    assert not np.array_equal(
+        np.sort(np.concatenate([a[3]["pivots_x"], a[3]["pivots_z"] + 60])),
+        np.sort(np.concatenate([c[3]["pivots_x"], c[3]["pivots_z"] + 60])),
+    )
 
 
 def test_rpcholesky_float32_and_sparse_points():
     X, Z = _points(40, 30, 5, seed=4)
     G = kernel_matrix(X, Z, "rbf", gamma=2.0)
-    src = KernelSource.from_points(sp.csr_matrix(X), Z.astype(np.float32), "rbf", gamma=2.0,
-                                   dtype=np.float32)
+    src = KernelSource.from_points(
+        sp.csr_matrix(X), Z.astype(np.float32), "rbf", gamma=2.0, dtype=np.float32
+    )
     U, s, V, _ = rpcholesky_svd(src, 3, 70, rng=np.random.default_rng(0), dtype=np.float32)
     assert U.dtype == s.dtype == V.dtype == np.float32
     np.testing.assert_allclose(s, _top(G, 3)[1], rtol=1e-5)
@@ -259,8 +271,9 @@ def test_joint_kernel_blocks_match_the_kernel_matrix():
         B = K[:20, 20:]
         if jp.normalise:
             B = B / B.sum(axis=1, keepdims=True)
-        np.testing.assert_allclose(B, kernel_matrix(X, Z, kernel, gamma=0.8), rtol=1e-12,
-                                   atol=1e-14)
+        np.testing.assert_allclose(
+            B, kernel_matrix(X, Z, kernel, gamma=0.8), rtol=1e-12, atol=1e-14
+        )
         assert np.linalg.eigvalsh((K + K.T) / 2).min() > -1e-10 * np.abs(K).max()
         np.testing.assert_allclose(np.diag(K), jp.diag(), rtol=1e-12)
 
@@ -269,8 +282,7 @@ def test_rpcholesky_needs_no_setup_pass():
     X, Z = _points(30, 20, 3, seed=8)
     lazy = KernelSource._from_arrays(X, Z, "sne", gamma=1.0, setup=False)
     U, s, V, info = rpcholesky_svd(lazy, 3, 50, rng=np.random.default_rng(0))
-    np.testing.assert_allclose(s, _top(kernel_matrix(X, Z, "sne", gamma=1.0), 3)[1],
-                               rtol=1e-6)
+    np.testing.assert_allclose(s, _top(kernel_matrix(X, Z, "sne", gamma=1.0), 3)[1], rtol=1e-6)
     assert lazy.n_passes == 0 and lazy.n_entries == 0  # G itself was never evaluated
 
 
@@ -291,8 +303,9 @@ def test_cholesky_qr_is_orthonormal_for_ill_conditioned_factors(cond):
 @pytest.mark.parametrize("sampling", ["uniform", "norm"])
 def test_select_rows_cols_takes_a_plain_source_for_the_basic_samplers(sampling):
     G = np.random.default_rng(0).standard_normal((30, 20))
-    sel = select_rows_cols(DenseSource(G), 3, 4, sampling=sampling,
-                           rng=np.random.default_rng(0), rank=2)
+    sel = select_rows_cols(
+        DenseSource(G), 3, 4, sampling=sampling, rng=np.random.default_rng(0), rank=2
+    )
     assert sel.row_indices.size == 3 and sel.col_indices.size == 4
     assert sel.entries_read == (G.size if sampling == "norm" else 0)
 
@@ -300,11 +313,19 @@ def test_select_rows_cols_takes_a_plain_source_for_the_basic_samplers(sampling):
 def test_rpcholesky_below_the_rank_pads_with_a_warning():
     rng = np.random.default_rng(0)
     P = rng.standard_normal((3, 3))  # three distinct points: the joint kernel has rank 3
-    src = KernelSource.from_points(np.repeat(P, 20, axis=0), np.repeat(P, 15, axis=0), "rbf",
-                                   gamma=2.0)
+    src = KernelSource.from_points(
+        np.repeat(P, 20, axis=0), np.repeat(P, 15, axis=0), "rbf", gamma=2.0
+    )
     with pytest.warns(RuntimeWarning, match="numerical rank 3 < rank=5"):
-        res = solvers.svd(src, 5, method="asym_nystrom", sampling="rpcholesky", n_samples=8,
-                          random_state=0, check_passes=0)
+        res = solvers.svd(
+            src,
+            5,
+            method="asym_nystrom",
+            sampling="rpcholesky",
+            n_samples=8,
+            random_state=0,
+            check_passes=0,
+        )
     assert res.info["numerical_rank"] == 3
     assert np.all(res.s[3:] == 0) and np.all(res.s[:3] > 0)
     np.testing.assert_allclose(res.U.T @ res.U, np.eye(5), atol=1e-12)
@@ -328,11 +349,11 @@ def test_rpcholesky_with_one_pivot_answers_or_says_unreliable(kernel):
         assert se[0] == pytest.approx(1.343, abs=1e-3)  # the reproducer
     n_reliable = 0
     for seed in range(10):
-        with np.errstate(divide="raise", over="raise", invalid="raise"), \
-                warnings.catch_warnings():
+        with np.errstate(divide="raise", over="raise", invalid="raise"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an unreliable answer warns
-            res = solvers.asym_nystrom(src, 1, n_samples=1, sampling="rpcholesky",
-                                       random_state=seed)
+            res = solvers.asym_nystrom(
+                src, 1, n_samples=1, sampling="rpcholesky", random_state=seed
+            )
         assert np.all(np.isfinite(res.s)) and res.s[0] > 0.5 * se[0]
         wrong = abs(res.s[0] - se[0]) > 0.1 * se[0] or _sin(Ue, res.U) > 0.1
         n_reliable += res.info["reliable"]

@@ -36,8 +36,16 @@ def test_raw_extension_is_unbiased_over_20_seeds(heavy, m):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the check is off; pads never happen
         for seed in range(20):
-            res = solvers.svd(H, 3, method="asym_nystrom", n_samples=m, sampling="norm",
-                              orthogonalize=False, random_state=seed, check_passes=0)
+            res = solvers.svd(
+                H,
+                3,
+                method="asym_nystrom",
+                n_samples=m,
+                sampling="norm",
+                orthogonalize=False,
+                random_state=seed,
+                check_passes=0,
+            )
             ratios.append(res.s / s_true)
     ratios = np.array(ratios)
     # the mean over seeds measures the bias (was 1.35 at m = 120, 1.54 at 200, 1.67 at 300)
@@ -92,17 +100,20 @@ def test_norm_pass_is_counted_on_a_dense_array():
     N, M = G.shape
     for method in ("asym_nystrom", "sym_nystrom"):
         opts = {"check_passes": 0} if method == "asym_nystrom" else {}
-        uni = solvers.svd(G, 3, method=method, n_samples=20, sampling="uniform",
-                          random_state=0, **opts)
-        nrm = solvers.svd(G, 3, method=method, n_samples=20, sampling="norm",
-                          random_state=0, **opts)
+        uni = solvers.svd(
+            G, 3, method=method, n_samples=20, sampling="uniform", random_state=0, **opts
+        )
+        nrm = solvers.svd(
+            G, 3, method=method, n_samples=20, sampling="norm", random_state=0, **opts
+        )
         assert nrm.info["n_passes"] - uni.info["n_passes"] == pytest.approx(1.0)
         assert nrm.info["entries_read"] - uni.info["entries_read"] == N * M
     from solvers._source import DenseSource
     from solvers.sampling import select_rows_cols
 
-    sel = select_rows_cols(DenseSource(G), 20, 20, sampling="norm",
-                           rng=np.random.default_rng(0), rank=3)
+    sel = select_rows_cols(
+        DenseSource(G), 20, 20, sampling="norm", rng=np.random.default_rng(0), rank=3
+    )
     assert sel.n_passes == 1.0 and sel.entries_read == N * M
 
 
@@ -129,9 +140,23 @@ def test_norm_sampling_against_the_exact_svd_on_hard_families():
             s_true = np.linalg.svd(G, compute_uv=False)[:5]
             worst = {}
             for sampling in ("uniform", "norm"):
-                err = [np.max(np.abs(solvers.svd(G, 5, method="asym_nystrom", n_samples=40,
-                                                 sampling=sampling, random_state=seed).s
-                                     - s_true)) / s_true[0] for seed in range(3)]
+                err = [
+                    np.max(
+                        np.abs(
+                            solvers.svd(
+                                G,
+                                5,
+                                method="asym_nystrom",
+                                n_samples=40,
+                                sampling=sampling,
+                                random_state=seed,
+                            ).s
+                            - s_true
+                        )
+                    )
+                    / s_true[0]
+                    for seed in range(3)
+                ]
                 worst[sampling] = max(err)
             errors[name] = worst
     # measured (max over 3 seeds of max_i |s_i - s_i(G)| / s_1(G), uniform / norm):
@@ -156,6 +181,5 @@ def _spectrum(N, M, s, seed, coherent=False):
 def _rare(make_rare_clusters):
     from ksvd_bench.kernels import kernel_matrix
 
-    P = make_rare_clusters(300, 250, 16, n_clusters=6, n_rare=2, rare_weight=0.02,
-                           random_state=0)
+    P = make_rare_clusters(300, 250, 16, n_clusters=6, n_rare=2, rare_weight=0.02, random_state=0)
     return kernel_matrix(P.X, P.Z, "sne", gamma=P.gamma)

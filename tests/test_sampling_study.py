@@ -18,8 +18,7 @@ from ksvd_bench.race.sampling import (
 
 
 def test_rare_clusters_are_rare_in_both_sets():
-    P = make_rare_clusters(2000, 1500, 8, n_clusters=10, n_rare=3, rare_weight=0.02,
-                           random_state=0)
+    P = make_rare_clusters(2000, 1500, 8, n_clusters=10, n_rare=3, rare_weight=0.02, random_state=0)
     nx, nz = np.bincount(P.labels_x), np.bincount(P.labels_z)
     assert nx.sum() == 2000 and nz.sum() == 1500
     assert P.params["rare"] == [7, 8, 9]
@@ -69,10 +68,15 @@ def test_the_rare_family_is_rare_at_every_rank():
 
 @pytest.fixture(scope="module")
 def tiny_study():
-    return sampling_study(n=400, rank=5,
-                          samplings=("uniform", "arp", "rpcholesky", "rpcholesky-plain"),
-                          baselines=("generalized_nystrom",), ladder=(1, 2, 4), d=16,
-                          seed=0)
+    return sampling_study(
+        n=400,
+        rank=5,
+        samplings=("uniform", "arp", "rpcholesky", "rpcholesky-plain"),
+        baselines=("generalized_nystrom",),
+        ladder=(1, 2, 4),
+        d=16,
+        seed=0,
+    )
 
 
 def test_study_rows_and_costs(tiny_study):
@@ -92,8 +96,9 @@ def test_study_rows_and_costs(tiny_study):
     assert all(1.0 <= r["n_passes"] < 1.5 for r in arp)  # the sketch + the sample
     # rpcholesky finds every cluster of the rare family and is accurate there
     best = min((r for r in rp if r["family"] == "rare"), key=lambda r: r["error"])
-    assert best["error"] < 1e-2 and best["rare_found"] == len(tiny_study["families"]["rare"]
-                                                             ["rare"])
+    assert best["error"] < 1e-2 and best["rare_found"] == len(
+        tiny_study["families"]["rare"]["rare"]
+    )
     assert tiny_study["families"]["rare"]["s_ratio"] < 1e-2
 
 
@@ -107,7 +112,7 @@ def test_study_table_and_files(tiny_study, tmp_path):
     assert data["summary"] == json.loads(json.dumps(summary(tiny_study)))
     assert (tmp_path / "sampling.png").stat().st_size > 1000
     header = (tmp_path / "sampling.csv").read_text().splitlines()[0].split(",")
-    assert header[:len(ROW_FIELDS)] == list(ROW_FIELDS)
+    assert header[: len(ROW_FIELDS)] == list(ROW_FIELDS)
     assert set(paths) == {"json", "csv", "summary_csv", "png"}
     # issue 19 section 1: no row claims converged beside a failed part of the rule
     from ksvd_bench.race.common import audit_rows

@@ -33,8 +33,23 @@ def test_scale_quick_cli_smoke(tmp_path, capsys):
     # the quick configuration of part a, cut to two sizes of the exact method: each cell and
     # each reference in its own process (a few seconds each, mostly Numba loading its cache)
     out = tmp_path / "scale"
-    status = main(["scale", "--quick", "--part", "a", "--sizes", "1000,2000", "--methods",
-                   "tsvd", "--threads", "1", "--out", str(out), "--no-progress"])
+    status = main(
+        [
+            "scale",
+            "--quick",
+            "--part",
+            "a",
+            "--sizes",
+            "1000,2000",
+            "--methods",
+            "tsvd",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert status == 0
     text = capsys.readouterr().out
     assert "growth exponents" in text and "exact (structured operator)" in text
@@ -77,10 +92,17 @@ def test_scale_quick_cli_smoke(tmp_path, capsys):
 def part_b(tmp_path_factory):
     """Part b at two small sizes in process; the larger one gets a block Krylov reference."""
     out = tmp_path_factory.mktemp("scale_b")
-    result = run_scale("b", sizes={"b": (400, 800)}, rank=5,
-                       methods={"b": ("block_krylov", "generalized_nystrom", "asym_nystrom")},
-                       threads=1, isolate=False, dense_reference_max_entries=400 * 400,
-                       out=out, progress=False)
+    result = run_scale(
+        "b",
+        sizes={"b": (400, 800)},
+        rank=5,
+        methods={"b": ("block_krylov", "generalized_nystrom", "asym_nystrom")},
+        threads=1,
+        isolate=False,
+        dense_reference_max_entries=400 * 400,
+        out=out,
+        progress=False,
+    )
     return result, out
 
 
@@ -123,7 +145,7 @@ def test_block_krylov_reference_agrees_with_dense():
     # and the dense route (eigh of the Gram matrix) equals a full SVD of the same G, to
     # rounding relative to s_1 (squaring costs the small values relative accuracy)
     G = scale.make_source(spec, scale.make_data(spec)).dense()
-    s = np.linalg.svd(G, compute_uv=False)[:a.s.size]
+    s = np.linalg.svd(G, compute_uv=False)[: a.s.size]
     np.testing.assert_allclose(a.s, s, rtol=0, atol=1e-12 * s[0])
 
 
@@ -135,8 +157,17 @@ def test_part_b_files_and_merge(part_b, tmp_path):
 
     merged_dir = tmp_path / "merged"
     shutil.copytree(out, merged_dir)
-    again = run_scale("b", sizes={"b": (800,)}, rank=5, methods={"b": ("block_krylov",)},
-                      threads=1, isolate=False, out=merged_dir, merge=True, progress=False)
+    again = run_scale(
+        "b",
+        sizes={"b": (800,)},
+        rank=5,
+        methods={"b": ("block_krylov",)},
+        threads=1,
+        isolate=False,
+        out=merged_dir,
+        merge=True,
+        progress=False,
+    )
     assert len(again.rows) == 6
     assert len(_by(again.rows, n=800, method="block_krylov")) == 1
     assert {f["method"]: f["n_points"] for f in again.exponents}["block_krylov"] == 2
@@ -158,8 +189,16 @@ def test_format_scale_shows_every_cell(part_b):
 
 def test_timeout_stops_the_cell_and_skips_larger_sizes():
     # a limit far below a process start: the first cell times out, the next is skipped
-    result = run_scale("b", sizes={"b": (400, 800)}, rank=5, methods={"b": ("rsvd",)},
-                       threads=1, time_limit=0.05, reference="none", progress=False)
+    result = run_scale(
+        "b",
+        sizes={"b": (400, 800)},
+        rank=5,
+        methods={"b": ("rsvd",)},
+        threads=1,
+        time_limit=0.05,
+        reference="none",
+        progress=False,
+    )
     first, second = sorted(result.rows, key=lambda r: r["n"])
     assert first["status"] == "timeout" and "time limit" in first["error"]
     assert second["status"] == "skipped"
@@ -168,16 +207,25 @@ def test_timeout_stops_the_cell_and_skips_larger_sizes():
 
 def test_memory_limit_stops_the_cell_and_skips_larger_sizes():
     # 64 MB is below what a process holding numpy, scipy and numba needs: stopped at once
-    result = run_scale("b", sizes={"b": (400, 800)}, rank=5, methods={"b": ("rsvd",)},
-                       threads=1, memory_limit=64 * 2**20, reference="none", progress=False)
+    result = run_scale(
+        "b",
+        sizes={"b": (400, 800)},
+        rank=5,
+        methods={"b": ("rsvd",)},
+        threads=1,
+        memory_limit=64 * 2**20,
+        reference="none",
+        progress=False,
+    )
     first, second = sorted(result.rows, key=lambda r: r["n"])
     assert first["status"] == "memory" and "over the memory limit of 0.1 GiB" in first["error"]
     assert second["status"] == "skipped" and second["error"] == "memory at a smaller size"
 
 
 def test_isolated_error_comes_back_as_a_message():
-    status, message = run_isolated(scale.run_cell, {"spec": ProblemSpec("b", 400, 400, 5, 0),
-                                                   "runner": "no_such_method"})
+    status, message = run_isolated(
+        scale.run_cell, {"spec": ProblemSpec("b", 400, 400, 5, 0), "runner": "no_such_method"}
+    )
     assert status == "error" and "no_such_method" in message
 
 
@@ -194,16 +242,30 @@ def own_runners():
 
 
 def test_register_runner_adds_a_method(own_runners):
-    runner = MethodRunner("rsvd_q1", SolverCall("rsvd"),
-                          runners._effort_block_krylov, ("b",), "rsvd with one power iteration")
+    runner = MethodRunner(
+        "rsvd_q1",
+        SolverCall("rsvd"),
+        runners._effort_block_krylov,
+        ("b",),
+        "rsvd with one power iteration",
+    )
     register_runner(runner)
     with pytest.raises(ValueError, match="a runner named 'rsvd_q1' exists"):
         register_runner(runner)
     with pytest.raises(ValueError, match="runner.parts must be"):
-        register_runner(MethodRunner("x", SolverCall("rsvd"), runners._effort_rsvd, ("d",)),
-                        replace=True)
-    result = run_scale("b", sizes={"b": (400,)}, rank=5, methods={"b": ("rsvd_q1",)},
-                       threads=1, isolate=False, reference="none", progress=False)
+        register_runner(
+            MethodRunner("x", SolverCall("rsvd"), runners._effort_rsvd, ("d",)), replace=True
+        )
+    result = run_scale(
+        "b",
+        sizes={"b": (400,)},
+        rank=5,
+        methods={"b": ("rsvd_q1",)},
+        threads=1,
+        isolate=False,
+        reference="none",
+        progress=False,
+    )
     (row,) = result.rows
     # 2 q + 2 = 4 passes and the 2 of the certificate
     assert row["method"] == "rsvd_q1" and row["effort"] == "p=10 q=1" and row["passes"] == 6.0
@@ -213,15 +275,39 @@ def test_register_runner_adds_a_method(own_runners):
 
 def test_best_cells_picks_the_fastest_accurate_cell():
     rows = [
-        {"part": "b", "n": 10, "method": "x", "status": "ok", "seconds": 1.0,
-         "subspace_error": 0.5},
-        {"part": "b", "n": 10, "method": "y", "status": "ok", "seconds": 3.0,
-         "subspace_error": 1e-3},
-        {"part": "b", "n": 10, "method": "z", "status": "ok", "seconds": 2.0,
-         "subspace_error": 5e-3},
+        {
+            "part": "b",
+            "n": 10,
+            "method": "x",
+            "status": "ok",
+            "seconds": 1.0,
+            "subspace_error": 0.5,
+        },
+        {
+            "part": "b",
+            "n": 10,
+            "method": "y",
+            "status": "ok",
+            "seconds": 3.0,
+            "subspace_error": 1e-3,
+        },
+        {
+            "part": "b",
+            "n": 10,
+            "method": "z",
+            "status": "ok",
+            "seconds": 2.0,
+            "subspace_error": 5e-3,
+        },
         {"part": "b", "n": 20, "method": "x", "status": "timeout"},
-        {"part": "b", "n": 20, "method": "y", "status": "ok", "seconds": 1.0,
-         "subspace_error": 0.2},
+        {
+            "part": "b",
+            "n": 20,
+            "method": "y",
+            "status": "ok",
+            "seconds": 1.0,
+            "subspace_error": 0.2,
+        },
     ]
     small, large = scale.best_cells(rows)
     assert (small["n"], small["method"], small["seconds"]) == (10, "z", 2.0)
@@ -230,7 +316,7 @@ def test_best_cells_picks_the_fastest_accurate_cell():
 
 def test_fit_exponent():
     n = np.array([1e3, 2e3, 4e3, 8e3])
-    assert fit_exponent(n, 3e-6 * n ** 1.5) == pytest.approx(1.5, abs=1e-12)
+    assert fit_exponent(n, 3e-6 * n**1.5) == pytest.approx(1.5, abs=1e-12)
     assert fit_exponent([1000], [1.0]) is None
     assert fit_exponent([1000, 1000], [1.0, 2.0]) is None
 
@@ -258,12 +344,17 @@ def test_run_scale_validation(kwargs, match):
     [
         (["--sizes", "1000"], "argument --sizes: needs --part a, b or c"),
         (["--part", "all", "--sizes", "1000"], "argument --sizes: needs --part a, b or c"),
-        (["--part", "a", "--methods", "asym_nystrom_rpcholesky"],
-         "argument --methods: asym_nystrom_rpcholesky do not apply to part a"),
+        (
+            ["--part", "a", "--methods", "asym_nystrom_rpcholesky"],
+            "argument --methods: asym_nystrom_rpcholesky do not apply to part a",
+        ),
         (["--part", "b", "--sizes", "100,abc"], "argument --sizes: expected comma-separated"),
         (["--part", "b", "--sizes", "2000.5"], "argument --sizes: expected comma-separated"),
-        (["--part", "b", "--sizes", "40"], r"argument --sizes: every size must be >= 4 \* "
-                                            r"--rank = 80"),
+        (
+            ["--part", "b", "--sizes", "40"],
+            r"argument --sizes: every size must be >= 4 \* "
+            r"--rank = 80",
+        ),
         (["--methods", "qr"], "argument --methods: unknown qr"),
         (["--time-limit", "-1"], "argument --time-limit"),
         (["--part", "d"], "argument --part: invalid choice"),
@@ -284,19 +375,29 @@ def test_cli_flags_are_checked_before_any_work(argv, match, tmp_path, capsys):
 
 
 def _fake_scale_json(path, rank=5, rows=None):
-    rows = rows if rows is not None else [
-        {"part": "b", "n": 400, "m": 400, "method": "rsvd", "status": "ok", "seconds": 1.0}]
-    path.write_text(json.dumps({"meta": {"rank": rank, "seed": 0, "dtype": "float64"},
-                                "rows": rows, "references": []}))
+    rows = (
+        rows
+        if rows is not None
+        else [{"part": "b", "n": 400, "m": 400, "method": "rsvd", "status": "ok", "seconds": 1.0}]
+    )
+    path.write_text(
+        json.dumps(
+            {"meta": {"rank": rank, "seed": 0, "dtype": "float64"}, "rows": rows, "references": []}
+        )
+    )
 
 
 @pytest.mark.parametrize(
     "content, match",
-    [("{not json", "not readable JSON"), ('{"rows": 3}', "not a scale result"),
-     ('[1, 2]', "not a scale result")],
+    [
+        ("{not json", "not readable JSON"),
+        ('{"rows": 3}', "not a scale result"),
+        ("[1, 2]", "not a scale result"),
+    ],
 )
-def test_merge_onto_a_corrupt_file_fails_before_any_cell(content, match, tmp_path,
-                                                         monkeypatch, capsys):
+def test_merge_onto_a_corrupt_file_fails_before_any_cell(
+    content, match, tmp_path, monkeypatch, capsys
+):
     (tmp_path / "scale.json").write_text(content)
 
     def no_work(*args, **kwargs):
@@ -305,11 +406,33 @@ def test_merge_onto_a_corrupt_file_fails_before_any_cell(content, match, tmp_pat
     monkeypatch.setattr(CellRunner, "cell", no_work)
     monkeypatch.setattr(CellRunner, "reference_for", no_work)
     with pytest.raises(ValueError, match=match):
-        run_scale("b", sizes={"b": (400,)}, rank=5, methods={"b": ("rsvd",)}, isolate=False,
-                  out=tmp_path, merge=True, progress=False)
+        run_scale(
+            "b",
+            sizes={"b": (400,)},
+            rank=5,
+            methods={"b": ("rsvd",)},
+            isolate=False,
+            out=tmp_path,
+            merge=True,
+            progress=False,
+        )
     with pytest.raises(SystemExit) as exc:
-        main(["scale", "--part", "b", "--sizes", "400", "--rank", "5", "--methods", "rsvd",
-              "--merge", "--out", str(tmp_path)])
+        main(
+            [
+                "scale",
+                "--part",
+                "b",
+                "--sizes",
+                "400",
+                "--rank",
+                "5",
+                "--methods",
+                "rsvd",
+                "--merge",
+                "--out",
+                str(tmp_path),
+            ]
+        )
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "argument --merge" in err and match in err
@@ -319,17 +442,36 @@ def test_merge_refuses_another_rank(tmp_path, monkeypatch, capsys):
     _fake_scale_json(tmp_path / "scale.json", rank=5)
     monkeypatch.setattr(CellRunner, "cell", None)  # never reached
     with pytest.raises(ValueError, match="made with rank=5, this run has rank=6"):
-        run_scale("b", sizes={"b": (400,)}, rank=6, methods={"b": ("rsvd",)}, isolate=False,
-                  out=tmp_path, merge=True, progress=False)
+        run_scale(
+            "b",
+            sizes={"b": (400,)},
+            rank=6,
+            methods={"b": ("rsvd",)},
+            isolate=False,
+            out=tmp_path,
+            merge=True,
+            progress=False,
+        )
     with pytest.raises(SystemExit):
-        main(["scale", "--part", "b", "--sizes", "400", "--rank", "6", "--merge", "--out",
-              str(tmp_path)])
+        main(
+            [
+                "scale",
+                "--part",
+                "b",
+                "--sizes",
+                "400",
+                "--rank",
+                "6",
+                "--merge",
+                "--out",
+                str(tmp_path),
+            ]
+        )
     assert "merging different problems is refused" in capsys.readouterr().err
     # the same problem merges (an older file's rows get their parameters from its meta)
     from ksvd_bench.race.scale.files import load_merge_base
 
-    old = load_merge_base(tmp_path, {"rank": 5, "seed": 0, "dtype": "float64",
-                                     "device": "cpu"})
+    old = load_merge_base(tmp_path, {"rank": 5, "seed": 0, "dtype": "float64", "device": "cpu"})
     assert old["rows"][0]["rank"] == 5 and old["rows"][0]["device"] == "cpu"
 
 
@@ -337,8 +479,17 @@ def test_exponents_are_fitted_only_where_the_cells_support_them():
     from ksvd_bench.race.scale.fit import fit_all
 
     def rows(sizes, seconds, method="x"):
-        return [{"part": "b", "n": n, "method": method, "status": "ok", "seconds": t,
-                 "solve_seconds": t} for n, t in zip(sizes, seconds, strict=True)]
+        return [
+            {
+                "part": "b",
+                "n": n,
+                "method": method,
+                "status": "ok",
+                "seconds": t,
+                "solve_seconds": t,
+            }
+            for n, t in zip(sizes, seconds, strict=True)
+        ]
 
     n = [1000, 2000, 4000, 8000]
     good = rows(n, [0.5 * (k / 1000) ** 1.5 for k in n], "long")
@@ -354,12 +505,36 @@ def test_exponents_are_fitted_only_where_the_cells_support_them():
 
 def test_best_cells_never_picks_an_unreliable_or_wrong_valued_cell():
     rows = [
-        {"part": "b", "n": 10, "method": "fast", "status": "ok", "seconds": 1.0,
-         "subspace_error": 1e-4, "sv_error": 1e-4, "reliable": False},
-        {"part": "b", "n": 10, "method": "wrong_s", "status": "ok", "seconds": 1.5,
-         "subspace_error": 1e-4, "sv_error": 0.5, "reliable": True},
-        {"part": "b", "n": 10, "method": "good", "status": "ok", "seconds": 2.0,
-         "subspace_error": 1e-3, "sv_error": 1e-3, "reliable": True},
+        {
+            "part": "b",
+            "n": 10,
+            "method": "fast",
+            "status": "ok",
+            "seconds": 1.0,
+            "subspace_error": 1e-4,
+            "sv_error": 1e-4,
+            "reliable": False,
+        },
+        {
+            "part": "b",
+            "n": 10,
+            "method": "wrong_s",
+            "status": "ok",
+            "seconds": 1.5,
+            "subspace_error": 1e-4,
+            "sv_error": 0.5,
+            "reliable": True,
+        },
+        {
+            "part": "b",
+            "n": 10,
+            "method": "good",
+            "status": "ok",
+            "seconds": 2.0,
+            "subspace_error": 1e-3,
+            "sv_error": 1e-3,
+            "reliable": True,
+        },
     ]
     (best,) = scale.best_cells(rows)
     assert best["method"] == "good"
@@ -371,14 +546,21 @@ def _warning_solve(problem, rank, options, random_state):
     import solvers
 
     warnings.warn("core looks odd", RuntimeWarning, stacklevel=1)
-    return solvers.svd(problem.source(), rank, method="rsvd", random_state=random_state,
-                       **options)
+    return solvers.svd(problem.source(), rank, method="rsvd", random_state=random_state, **options)
 
 
 def test_cell_counts_the_warnings_of_its_solve(own_runners):
     register_runner(MethodRunner("warns", _warning_solve, runners._effort_rsvd, ("b",)))
-    result = run_scale("b", sizes={"b": (400,)}, rank=5, methods={"b": ("warns",)},
-                       threads=1, isolate=False, reference="none", progress=False)
+    result = run_scale(
+        "b",
+        sizes={"b": (400,)},
+        rank=5,
+        methods={"b": ("warns",)},
+        threads=1,
+        isolate=False,
+        reference="none",
+        progress=False,
+    )
     (row,) = result.rows
     assert row["n_warnings"] == 1 and row["warnings"] == ["core looks odd"]
     assert row["warm_up_warnings"] == 1  # the warm-up's, counted apart
@@ -408,8 +590,7 @@ def test_device_is_passed_to_the_lazy_source(monkeypatch):
     assert spec.key == cpu.key  # the same problem: one reference for both devices
 
 
-def test_device_cuda_is_refused_for_part_a_and_checked_before_work(tmp_path, capsys,
-                                                                    monkeypatch):
+def test_device_cuda_is_refused_for_part_a_and_checked_before_work(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["scale", "--part", "a", "--device", "cuda", "--out", str(tmp_path)])
     assert "argument --device: applies to parts b and c" in capsys.readouterr().err
@@ -461,10 +642,16 @@ def test_block_krylov_is_described_with_its_passes():
 
 @pytest.fixture(scope="module")
 def part_c():
-    methods = ("block_krylov", "asym_nystrom_arp", "asym_nystrom_rpcholesky",
-               "asym_nystrom_aca")
-    return run_scale("c", sizes={"c": (400,)}, rank=5, methods={"c": methods}, threads=1,
-                     isolate=False, progress=False)
+    methods = ("block_krylov", "asym_nystrom_arp", "asym_nystrom_rpcholesky", "asym_nystrom_aca")
+    return run_scale(
+        "c",
+        sizes={"c": (400,)},
+        rank=5,
+        methods={"c": methods},
+        threads=1,
+        isolate=False,
+        progress=False,
+    )
 
 
 def test_part_c_cells_race_the_samplers(part_c):
@@ -479,8 +666,9 @@ def test_part_c_cells_race_the_samplers(part_c):
     assert rp["subspace_error"] <= 1e-2
     arp = rows["asym_nystrom_arp"]
     assert arp["effort"] == "m=10 chk=0" and 1.0 <= arp["passes"] <= 1.0 + 30 * 800 / 400**2
-    assert "rare clusters" in part_c.meta["kernels"]["c"] or "30% rare" in \
-        part_c.meta["kernels"]["c"]
+    assert (
+        "rare clusters" in part_c.meta["kernels"]["c"] or "30% rare" in part_c.meta["kernels"]["c"]
+    )
     text = format_scale(part_c)
     assert "(c) rare clusters" in text
     assert max(len(line) for line in text.splitlines()) <= 100

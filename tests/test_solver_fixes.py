@@ -68,8 +68,9 @@ def test_block_krylov_beats_rsvd_at_equal_passes(q):
     s = (1.0 + np.arange(M)) ** -0.5  # slow decay: the methods differ
     G = (U0 * s) @ V0.T
     bk = solvers.block_krylov(G, 8, n_oversamples=4, n_iter=q, random_state=3)
-    rs = solvers.rsvd(G, 8, n_oversamples=4, n_iter=q, random_state=3,
-                      power_iteration_normalizer="QR")
+    rs = solvers.rsvd(
+        G, 8, n_oversamples=4, n_iter=q, random_state=3, power_iteration_normalizer="QR"
+    )
     assert bk.info["n_passes"] == rs.info["n_passes"] == 2 * q + 2 + 2  # + certificate
     assert np.all(bk.s >= rs.s * (1 - 1e-10))
     assert np.all(bk.s <= s[:8] * (1 + 1e-12))
@@ -136,8 +137,15 @@ def test_asym_nystrom_exact_rank_two_sample_is_exact_and_quiet(core):
     Qa = np.linalg.qr(rng.standard_normal((50, 2)))[0]
     Qb = np.linalg.qr(rng.standard_normal((40, 2)))[0]
     G = Qa @ Qb.T  # sigma = (1, 1)
-    res = quiet(solvers.asym_nystrom, G, 2, row_indices=[0, 1], col_indices=[0, 1],
-                core=core, random_state=0)  # used to return s = [1.414, 0] with 3 warnings
+    res = quiet(
+        solvers.asym_nystrom,
+        G,
+        2,
+        row_indices=[0, 1],
+        col_indices=[0, 1],
+        core=core,
+        random_state=0,
+    )  # used to return s = [1.414, 0] with 3 warnings
     np.testing.assert_allclose(res.s, [1, 1], rtol=1e-12)
     np.testing.assert_allclose((res.U * res.s) @ res.V.T, G, atol=1e-13)
     assert res.info["reliable"] and res.info["core"] == core
@@ -152,8 +160,7 @@ def test_asym_nystrom_stable_core_on_a_noisy_low_rank_matrix():
     for core, tol, sine_tol in (("stable", 1e-5, 1e-5), ("paper", 5e-2, 0.5)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore" if core == "paper" else "error")
-            res = solvers.svd(G, 4, method="asym_nystrom", n_samples=30, core=core,
-                              random_state=0)
+            res = solvers.svd(G, 4, method="asym_nystrom", n_samples=30, core=core, random_state=0)
         np.testing.assert_allclose(res.s, s[:4], rtol=tol)
         assert sine(res.U, U[:, :4]) < sine_tol and sine(res.V, Vt[:4].T) < sine_tol
         # the paper's subspace is 0.2 off (wrong by issue 20's measure): the subspace
@@ -178,8 +185,9 @@ def test_asym_nystrom_partial_samples_are_flagged_or_within_the_factor(core):
     for seed in range(8):
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
-            res = solvers.svd(G, 3, method="asym_nystrom", n_samples=4, core=core,
-                              random_state=seed)
+            res = solvers.svd(
+                G, 3, method="asym_nystrom", n_samples=4, core=core, random_state=seed
+            )
         warned = any("cannot be trusted" in str(w.message) for w in record)
         assert warned == (not res.info["reliable"])
         if res.info["reliable"]:
@@ -206,8 +214,16 @@ def test_norm_sampling_raw_values_use_the_importance_weights():
     N, M = G.shape
     s = np.linalg.svd(G, compute_uv=False)[:3]
     for seed in range(3):
-        res = solvers.svd(G, 3, method="asym_nystrom", n_samples=60, sampling="norm",
-                          orthogonalize=False, check_passes=0, random_state=seed)
+        res = solvers.svd(
+            G,
+            3,
+            method="asym_nystrom",
+            n_samples=60,
+            sampling="norm",
+            orthogonalize=False,
+            check_passes=0,
+            random_state=seed,
+        )
         # it used to be 17.2, 15.5, 14.0 times the truth (the uniform factor sqrt(NM/nm))
         assert np.all(np.abs(res.s / s - 1) < 0.3)
         # the norm pass is counted: one pass plus the sample
@@ -221,8 +237,15 @@ def test_asym_nystrom_samplers_through_svd():
     G = rng.standard_normal((120, 4)) @ rng.standard_normal((4, 90))
     U, s, Vt = np.linalg.svd(G)
     for sampling in ("uniform", "norm", "arp", "aca"):
-        res = quiet(solvers.svd, G, 4, method="asym_nystrom", n_samples=12, sampling=sampling,
-                    random_state=0)
+        res = quiet(
+            solvers.svd,
+            G,
+            4,
+            method="asym_nystrom",
+            n_samples=12,
+            sampling=sampling,
+            random_state=0,
+        )
         np.testing.assert_allclose(res.s, s[:4], rtol=1e-9)
         assert sine(res.U, U[:, :4]) < 1e-9 and res.info["sampling"] == sampling
         N, M = G.shape
@@ -239,8 +262,9 @@ def test_asym_nystrom_rpcholesky_on_a_point_source():
     src = KernelSource.from_points(pts.X, pts.Z, "sne", gamma=pts.gamma)
     G = solvers.source_to_dense(src)
     U, s, Vt = np.linalg.svd(G)
-    res = solvers.svd(src, 5, method="asym_nystrom", n_samples=30, sampling="rpcholesky",
-                      random_state=0)
+    res = solvers.svd(
+        src, 5, method="asym_nystrom", n_samples=30, sampling="rpcholesky", random_state=0
+    )
     np.testing.assert_allclose(res.s, s[:5], rtol=1e-2)
     assert sine(res.U, U[:, :5]) < 2e-2 and res.info["reliable"]
     assert res.info["n_passes"] < 2.5  # its reads (a fraction of a pass) plus 2 check passes
@@ -257,8 +281,9 @@ def test_generalized_nystrom_flags_inflated_values():
     dup = np.vstack([np.random.default_rng(1).standard_normal((40, 50))] * 2)
     for seed in range(3):
         with pytest.warns(RuntimeWarning, match="cannot be trusted"):
-            res = solvers.svd(dup, 3, method="generalized_nystrom", n_oversamples=10,
-                              random_state=seed)
+            res = solvers.svd(
+                dup, 3, method="generalized_nystrom", n_oversamples=10, random_state=seed
+            )
         assert not res.info["reliable"]
 
 
@@ -278,12 +303,19 @@ def test_generalized_nystrom_defaults_hold_on_clustered_points():
 # -- every method reports reliable ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("method", "opts"), [
-    ("tsvd", {}), ("rsvd", {}), ("block_krylov", {}), ("generalized_nystrom", {}),
-    # sym_nystrom: 20 to 40 Gram columns for rank 3 leave its subspace 0.11-0.17 off
-    # (flagged); 60 (all rows) are exact
-    ("sym_nystrom", {"n_samples": 60}), ("asym_nystrom", {"n_samples": 20}),
-])
+@pytest.mark.parametrize(
+    ("method", "opts"),
+    [
+        ("tsvd", {}),
+        ("rsvd", {}),
+        ("block_krylov", {}),
+        ("generalized_nystrom", {}),
+        # sym_nystrom: 20 to 40 Gram columns for rank 3 leave its subspace 0.11-0.17 off
+        # (flagged); 60 (all rows) are exact
+        ("sym_nystrom", {"n_samples": 60}),
+        ("asym_nystrom", {"n_samples": 20}),
+    ],
+)
 def test_every_method_reports_reliable(method, opts):
     rng = np.random.default_rng(5)
     G = rng.standard_normal((60, 5)) @ rng.standard_normal((5, 40))
@@ -306,8 +338,9 @@ def test_tsvd_propack_at_full_rank_on_a_centred_lazy_source():
     from ksvd_bench.kernels import KernelSource
 
     rng = np.random.default_rng(0)
-    src = KernelSource.from_points(rng.standard_normal((30, 5)), rng.standard_normal((20, 5)),
-                                   "rbf", gamma=2.0, center=True)
+    src = KernelSource.from_points(
+        rng.standard_normal((30, 5)), rng.standard_normal((20, 5)), "rbf", gamma=2.0, center=True
+    )
     G = solvers.source_to_dense(src)
     res = solvers.svd(src, 20, method="tsvd", backend="propack", random_state=0)
     np.testing.assert_allclose(res.s, np.linalg.svd(G, compute_uv=False), atol=1e-13)

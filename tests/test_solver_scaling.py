@@ -64,15 +64,17 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-@pytest.mark.parametrize("method,options", CONFIGS,
-                         ids=[f"{m}-{'-'.join(map(str, o.values())) or 'default'}"
-                              for m, o in CONFIGS])
+@pytest.mark.parametrize(
+    "method,options",
+    CONFIGS,
+    ids=[f"{m}-{'-'.join(map(str, o.values())) or 'default'}" for m, o in CONFIGS],
+)
 def test_extreme_magnitudes_give_the_scaled_answer(method, options, sparse):
     G = _matrix(sparse)
     base, eight = _solve(G, method, options), _solve(G * 8.0, method, options)
     base_info, eight_info = _leaves(base.info), _leaves(eight.info)
     for e in (300, -300, 1000, -1000):
-        f = 2.0 ** e
+        f = 2.0**e
         res = _solve(G * f, method, options)
         np.testing.assert_array_equal(res.s, base.s * f)
         np.testing.assert_array_equal(res.U, base.U)
@@ -98,8 +100,13 @@ def test_extreme_magnitudes_give_the_scaled_answer(method, options, sparse):
             assert _same(info[key], expected), (e, key, info[key], expected)
 
 
-LAZY = [("rsvd", {}), ("block_krylov", {}), ("generalized_nystrom", {}),
-        ("sym_nystrom", {"n_samples": 30}), ("asym_nystrom", {"n_samples": 30})]
+LAZY = [
+    ("rsvd", {}),
+    ("block_krylov", {}),
+    ("generalized_nystrom", {}),
+    ("sym_nystrom", {"n_samples": 30}),
+    ("asym_nystrom", {"n_samples": 30}),
+]
 
 
 @pytest.mark.parametrize("method,options", LAZY, ids=[m for m, _ in LAZY])
@@ -116,7 +123,8 @@ def test_a_lazy_source_of_extreme_magnitude_is_not_vouched_for(method, options):
     unit = solvers.svd(aslinearoperator(G), 5, method=method, random_state=0, **options)
     assert unit.info["reliable"] is True
     with pytest.warns(RuntimeWarning, match=r"outside \[2\^-200, 2\^200\].*cannot be certified"):
-        tiny = solvers.svd(aslinearoperator(G * 2.0 ** -1000), 5, method=method,
-                           random_state=0, **options)
+        tiny = solvers.svd(
+            aslinearoperator(G * 2.0**-1000), 5, method=method, random_state=0, **options
+        )
     assert tiny.info["reliable"] is False
     assert "error_estimate" not in tiny.info

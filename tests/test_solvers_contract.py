@@ -13,8 +13,7 @@ from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 import solvers
 
-INFO_KEYS = {"method", "effort", "n_matvec", "n_block_entries", "n_products", "n_passes",
-             "seconds"}
+INFO_KEYS = {"method", "effort", "n_matvec", "n_block_entries", "n_products", "n_passes", "seconds"}
 
 
 def low_rank_plus_noise(N, M, seed, *, effective_rank=6, noise=1e-3, dtype=np.float64):
@@ -435,8 +434,14 @@ class TestAsymNystromRaw(TestAsymNystrom):
 
 
 def test_methods_and_exports():
-    assert solvers.METHODS == ("tsvd", "rsvd", "block_krylov", "generalized_nystrom",
-                               "sym_nystrom", "asym_nystrom")
+    assert solvers.METHODS == (
+        "tsvd",
+        "rsvd",
+        "block_krylov",
+        "generalized_nystrom",
+        "sym_nystrom",
+        "asym_nystrom",
+    )
     for name in solvers.METHODS + ("svd", "as_source", "SVDResult", "randomized_range_finder"):
         assert hasattr(solvers, name)
     assert set(solvers.OPTIONS) == set(solvers.METHODS)

@@ -183,8 +183,9 @@ def test_cora_extreme_bandwidths(cora, gamma):
     ref = oracle(cora, "sne", gamma, False)
     np.testing.assert_allclose(G, ref, rtol=0, atol=1e-14)
     Gc = StructuredKernelSource(cora, "sne", gamma=gamma, center=True).dense()
-    np.testing.assert_allclose(Gc, ksvd_kernel(cora, "sne", gamma=gamma, compat=None),
-                               rtol=0, atol=1e-14)
+    np.testing.assert_allclose(
+        Gc, ksvd_kernel(cora, "sne", gamma=gamma, compat=None), rtol=0, atol=1e-14
+    )
     np.testing.assert_allclose(Gc.mean(axis=0), 0.0, atol=1e-15)
     np.testing.assert_allclose(Gc.mean(axis=1), 0.0, atol=1e-15)
 
@@ -322,8 +323,11 @@ def test_every_solver_runs_on_source(small_graph, method):
     src = StructuredKernelSource(small_graph, "sne", gamma=0.8)
     exact = structured_svd(src, 5, random_state=0)
     # the randomized methods (rsvd, block_krylov, generalized_nystrom) share n_oversamples
-    options = {"tsvd": {"tol": 0.0}, "sym_nystrom": {"n_samples": 300},
-               "asym_nystrom": {"n_samples": 300}}.get(method, {"n_oversamples": 10})
+    options = {
+        "tsvd": {"tol": 0.0},
+        "sym_nystrom": {"n_samples": 300},
+        "asym_nystrom": {"n_samples": 300},
+    }.get(method, {"n_oversamples": 10})
     res = solvers.svd(src, 5, method=method, random_state=0, **options)
     assert res.U.shape == (300, 5) and res.V.shape == (300, 5)
     assert np.all(np.diff(res.s) <= 0)
@@ -407,8 +411,9 @@ def test_auto_compresses_only_when_it_pays(cora):
     g, h = auto.info["core_shape"]
     assert auto.info["compressed"] and g * h <= 0.5 * cora.shape[0] ** 2
     A = make_directed_graph(3000, random_state=0).adjacency
-    res = structured_svd(StructuredKernelSource(A, "sne", gamma=paper_gamma(A, 1.0)), 5,
-                         random_state=0)
+    res = structured_svd(
+        StructuredKernelSource(A, "sne", gamma=paper_gamma(A, 1.0)), 5, random_state=0
+    )
     assert not res.info["compressed"] and res.info["core_shape"] == A.shape
     assert res.info["row_groups"] > 0.8 * A.shape[0]
 
@@ -530,8 +535,9 @@ def test_residual_study_rows():
 
     efforts = {"tsvd": (1e-1, 0.0), "rsvd": (0, 10)}
     seen = []
-    rows = run_residual_study(("cora",), 5, methods=("tsvd", "rsvd"), efforts=efforts,
-                              callback=seen.append)
+    rows = run_residual_study(
+        ("cora",), 5, methods=("tsvd", "rsvd"), efforts=efforts, callback=seen.append
+    )
     assert len(rows) == len(seen) == 4 * 3
     assert {r["weights"] for r in rows} == {"singular_values", "relative", "uniform"}
     assert all(r["error"] is None and np.isfinite(r["residual_estimate"]) for r in rows)
@@ -567,8 +573,11 @@ def test_reference_svd_uses_structured_svd(small_graph, center, tmp_path):
     top = np.argmax(np.abs(ref.U), axis=0)
     assert np.all(ref.U[top, np.arange(8)] > 0)
     # cached under the source's cache_key: an equal source built again hits the cache
-    again = reference_svd(StructuredKernelSource(small_graph.copy(), "sne", gamma=0.8,
-                                                 center=center), 8, cache_dir=tmp_path)
+    again = reference_svd(
+        StructuredKernelSource(small_graph.copy(), "sne", gamma=0.8, center=center),
+        8,
+        cache_dir=tmp_path,
+    )
     assert again.info["cached"]
     np.testing.assert_array_equal(again.U, ref.U)
     np.testing.assert_array_equal(again.s, ref.s)

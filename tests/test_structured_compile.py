@@ -20,8 +20,7 @@ PRODUCTS = ("_spmv_lowrank", "_gram_lowrank", "_spmm_lowrank", "_project")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_compile_kernels_compiles_both_compiles(dtype):
     A = make_directed_graph(300, random_state=0).adjacency
-    src = StructuredKernelSource(A, "sne", gamma=paper_gamma(A, 1.0), center=True,
-                                 dtype=dtype)
+    src = StructuredKernelSource(A, "sne", gamma=paper_gamma(A, 1.0), center=True, dtype=dtype)
     X = np.random.default_rng(1).standard_normal((300, 3))
     before = src.matmat(X)
     assert src.compile_kernels() is src

@@ -25,24 +25,48 @@ from ksvd_bench.report import STATUSES, performance_profile, profile_tables
 COLL = {"name": "test", "version": 7}
 
 
-def _row(method, *, converged=True, seconds=0.5, passes=2.0, sv_error=0.0, reliable=True,
-         eps=0.1, stop="reference", note=None, status=None):
-    row = {"dataset": "p", "shape": [10, 20], "method": method, "measure": "eta",
-           "weights": "uniform", "eps": eps, "stop": stop, "converged": converged,
-           "seconds": seconds if converged else None, "n_passes": passes,
-           "sv_error": sv_error, "reliable": reliable, "note": note, "n_seeds": 3}
+def _row(
+    method,
+    *,
+    converged=True,
+    seconds=0.5,
+    passes=2.0,
+    sv_error=0.0,
+    reliable=True,
+    eps=0.1,
+    stop="reference",
+    note=None,
+    status=None,
+):
+    row = {
+        "dataset": "p",
+        "shape": [10, 20],
+        "method": method,
+        "measure": "eta",
+        "weights": "uniform",
+        "eps": eps,
+        "stop": stop,
+        "converged": converged,
+        "seconds": seconds if converged else None,
+        "n_passes": passes,
+        "sv_error": sv_error,
+        "reliable": reliable,
+        "note": note,
+        "n_seeds": 3,
+    }
     if status is not None:
         row["status"] = status
     return row
 
 
 def test_records_carry_time_budget_and_verdict():
-    rows = [_row("rsvd", seconds=0.25, passes=4.0),
-            _row("asym_nystrom", converged=False, passes=0.5, note="not converged: 0/3"),
-            _row("sym_nystrom", reliable=False, converged=False),
-            _row("rsvd [stop=residual]", stop="residual", sv_error=0.3,
-                 status="stopped early, wrong"),
-            _row("asym_nystrom_rpcholesky", converged=False, stop="n/a", note="n/a: no points")]
+    rows = [
+        _row("rsvd", seconds=0.25, passes=4.0),
+        _row("asym_nystrom", converged=False, passes=0.5, note="not converged: 0/3"),
+        _row("sym_nystrom", reliable=False, converged=False),
+        _row("rsvd [stop=residual]", stop="residual", sv_error=0.3, status="stopped early, wrong"),
+        _row("asym_nystrom_rpcholesky", converged=False, stop="n/a", note="n/a: no points"),
+    ]
     recs = records_from_rows(rows, COLL, skipped=["tsvd"], skip_reason="too slow here")
     by = {r["solver"]: r for r in recs}
     assert by["rsvd"]["seconds"] == 0.25 and by["rsvd"]["status"] == "converged"
@@ -64,9 +88,11 @@ def test_records_carry_time_budget_and_verdict():
 def test_records_feed_the_dolan_more_profile():
     """r_ps = t_ps / min_s t_ps; an unsolved problem never counts."""
     rows = [_row("a", seconds=1.0), _row("b", seconds=3.0), _row("c", converged=False)]
-    rows += [{**_row("a", seconds=2.0), "dataset": "q"}, {**_row("b", seconds=1.0),
-                                                           "dataset": "q"},
-             {**_row("c", seconds=8.0), "dataset": "q"}]
+    rows += [
+        {**_row("a", seconds=2.0), "dataset": "q"},
+        {**_row("b", seconds=1.0), "dataset": "q"},
+        {**_row("c", seconds=8.0), "dataset": "q"},
+    ]
     table = profile_tables(records_from_rows(rows, COLL))[("eta[uniform]", 0.1)]
     tau, rho = performance_profile(table["seconds"])
     at = {t: i for i, t in enumerate(tau)}
@@ -79,16 +105,24 @@ def test_default_collection_holds_what_the_issue_asks():
     coll = get_collection("default")
     names = [p.name for p in coll.problems]
     assert len(names) >= 8 and len(set(names)) == len(names)
-    for name in ("cora", "citeseer", "pubmed", "ionosphere", "rare-clusters",
-                 "digits-by-class", "synthetic-fast", "synthetic-poly", "synthetic-flat",
-                 "lazy-points"):
+    for name in (
+        "cora",
+        "citeseer",
+        "pubmed",
+        "ionosphere",
+        "rare-clusters",
+        "digits-by-class",
+        "synthetic-fast",
+        "synthetic-poly",
+        "synthetic-flat",
+        "lazy-points",
+    ):
         assert name in names
     assert isinstance(coll.version, int) and coll.version >= 1
     assert LAZY_SIZES[0] >= 20_000
     assert coll.settings["methods"] == DEFAULT_METHODS
     assert set(QUICK_SKIPS) <= set(names)
-    assert [p.name for p in coll.problems_for(True)] == [n for n in names
-                                                          if n not in QUICK_SKIPS]
+    assert [p.name for p in coll.problems_for(True)] == [n for n in names if n not in QUICK_SKIPS]
     with pytest.raises(ValueError, match="collection must be one of"):
         get_collection("nope")
 
@@ -103,8 +137,12 @@ def test_digits_problem_is_two_point_sets_by_class():
 def _tiny(quick, seed):
     from ksvd_bench.race.problems import build_problem
 
-    problem = build_problem("synthetic", shape=(90, 70), random_state=seed,
-                            synthetic_options={"rank": 6, "decay": "exponential"})
+    problem = build_problem(
+        "synthetic",
+        shape=(90, 70),
+        random_state=seed,
+        synthetic_options={"rank": 6, "decay": "exponential"},
+    )
     problem.name = "tiny-synthetic"
     return problem
 
@@ -114,21 +152,38 @@ def _tiny_lazy(quick, seed):
 
     rng = np.random.default_rng(seed)
     X = np.vstack([rng.normal(c, 0.05, size=(20, 3)) for c in range(4)])
-    return problem_from_points(X, X[::-1] + 0.01, name="tiny-lazy", gamma=1.0,
-                               memory_limit=1000.0)
+    return problem_from_points(X, X[::-1] + 0.01, name="tiny-lazy", gamma=1.0, memory_limit=1000.0)
 
 
 @pytest.fixture
 def tiny_collection(monkeypatch):
-    settings = {"rank": 4, "eps": (0.1,), "weights": ("uniform", "lowrank"), "seeds": 1,
-                "methods": ("tsvd", "rsvd", "asym_nystrom_rpcholesky"), "budget_seconds": 2.0,
-                "sweep_limit": 5.0, "random_state": 0}
-    coll = Collection(name="tiny", version=3, description="two tiny problems",
-                      problems=(ProblemSpec("tiny-synthetic", "synthetic", _tiny),
-                                ProblemSpec("tiny-lazy", "lazy points", _tiny_lazy,
-                                            methods=("rsvd", "asym_nystrom_rpcholesky"),
-                                            skip_reason="not raced here")),
-                      settings=settings, quick_settings=settings)
+    settings = {
+        "rank": 4,
+        "eps": (0.1,),
+        "weights": ("uniform", "lowrank"),
+        "seeds": 1,
+        "methods": ("tsvd", "rsvd", "asym_nystrom_rpcholesky"),
+        "budget_seconds": 2.0,
+        "sweep_limit": 5.0,
+        "random_state": 0,
+    }
+    coll = Collection(
+        name="tiny",
+        version=3,
+        description="two tiny problems",
+        problems=(
+            ProblemSpec("tiny-synthetic", "synthetic", _tiny),
+            ProblemSpec(
+                "tiny-lazy",
+                "lazy points",
+                _tiny_lazy,
+                methods=("rsvd", "asym_nystrom_rpcholesky"),
+                skip_reason="not raced here",
+            ),
+        ),
+        settings=settings,
+        quick_settings=settings,
+    )
     monkeypatch.setitem(COLLECTIONS, "tiny", coll)
     return coll
 
@@ -138,8 +193,10 @@ def test_suite_run_writes_records_failures_and_profiles(tmp_path, tiny_collectio
     saved = json.loads((tmp_path / "suite.json").read_text())
     assert saved["collection"]["name"] == "tiny" and saved["collection"]["version"] == 3
     # the collection is in every result: records and compare rows
-    assert all(r["collection"] == "tiny" and r["collection_version"] == 3
-               for r in saved["records"] + saved["rows"])
+    assert all(
+        r["collection"] == "tiny" and r["collection_version"] == 3
+        for r in saved["records"] + saved["rows"]
+    )
     problems = {r["problem"] for r in saved["records"]}
     assert problems == {"tiny-synthetic", "tiny-lazy"}
     cells = {(r["problem"], r["solver"]) for r in saved["records"]}
@@ -156,7 +213,9 @@ def test_suite_run_writes_records_failures_and_profiles(tmp_path, tiny_collectio
         assert (rec["seconds"] is not None) == (rec["status"] == "converged")
     assert saved["failures"] == [
         {k: r[k] for k in ("problem", "solver", "measure", "eps", "status", "reason")}
-        for r in saved["records"] if r["status"] != "converged"]
+        for r in saved["records"]
+        if r["status"] != "converged"
+    ]
     # the lazy problem's rows say their reference is not exact
     lazy_rows = [r for r in saved["rows"] if r["dataset"] == "tiny-lazy"]
     assert lazy_rows and all("block Krylov" in r["note"] for r in lazy_rows)

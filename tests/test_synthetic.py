@@ -202,14 +202,29 @@ def _expected_spectrum(decay, rate, r):
 
 
 @pytest.mark.parametrize(
-    ("decay", "rate"), [("exponential", 0.2), ("exponential", 0.5), ("polynomial", 1.0),
-                        ("polynomial", 2.0), ("flat", None)]
+    ("decay", "rate"),
+    [
+        ("exponential", 0.2),
+        ("exponential", 0.5),
+        ("polynomial", 1.0),
+        ("polynomial", 2.0),
+        ("flat", None),
+    ],
 )
 @pytest.mark.parametrize("coherence", [0.0, 0.6])
 def test_spectrum_within_weyl_bound(decay, rate, coherence):
     n, m, r, noise = 240, 180, 12, 1e-3
-    p = make_kernel_problem(n, m, rank=r, decay=decay, decay_rate=rate, coherence=coherence,
-                            noise=noise, random_state=0, return_details=True)
+    p = make_kernel_problem(
+        n,
+        m,
+        rank=r,
+        decay=decay,
+        decay_rate=rate,
+        coherence=coherence,
+        noise=noise,
+        random_state=0,
+        return_details=True,
+    )
     assert isinstance(p, KernelProblem) and p.rank == r
     np.testing.assert_allclose(p.singular_values, _expected_spectrum(decay, rate, r), rtol=1e-14)
     np.testing.assert_allclose(p.U.T @ p.U, np.eye(r), atol=1e-12)
@@ -229,16 +244,19 @@ def test_default_decay_rates_and_noiseless_rank():
     sigma = np.linalg.svd(p.G, compute_uv=False)
     np.testing.assert_allclose(sigma[:7], p.singular_values, atol=1e-13)
     assert sigma[7] < 1e-13
-    q = make_kernel_problem(100, 80, rank=7, decay="polynomial", random_state=1,
-                            return_details=True)
+    q = make_kernel_problem(
+        100, 80, rank=7, decay="polynomial", random_state=1, return_details=True
+    )
     assert q.params["decay_rate"] == 1.0
 
 
 def test_coherence_increases_with_parameter():
     n, m, r = 1000, 600, 10
     grid = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
-    problems = [make_kernel_problem(n, m, rank=r, coherence=c, random_state=4,
-                                    return_details=True) for c in grid]
+    problems = [
+        make_kernel_problem(n, m, rank=r, coherence=c, random_state=4, return_details=True)
+        for c in grid
+    ]
     mu_u = [p.coherence_u for p in problems]
     mu_v = [p.coherence_v for p in problems]
     assert np.all(np.diff(mu_u) > 0) and np.all(np.diff(mu_v) > 0)
@@ -254,8 +272,9 @@ def test_coherence_increases_with_parameter():
 
 def test_support_size_spreads_localised_vectors():
     n, r, s = 600, 10, 6
-    p = make_kernel_problem(n, n, rank=r, coherence=1.0, support_size=s, random_state=2,
-                            return_details=True)
+    p = make_kernel_problem(
+        n, n, rank=r, coherence=1.0, support_size=s, random_state=2, return_details=True
+    )
     rows_used = np.flatnonzero(np.abs(p.U).sum(axis=1) > 0)
     assert rows_used.size == r * s
     assert n / (r * s) - 1e-9 <= p.coherence_u <= n / r + 1e-9
@@ -296,10 +315,13 @@ def test_kernel_problem_deterministic_and_return_forms():
     p = make_kernel_problem(60, 40, **kw, return_details=True)
     assert isinstance(G, np.ndarray) and G.flags.c_contiguous and G.shape == (60, 40)
     np.testing.assert_array_equal(G, p.G)
-    np.testing.assert_array_equal(G, make_kernel_problem(60, 40, rank=5, coherence=0.3,
-                                                         random_state=np.random.default_rng(11)))
-    assert not np.array_equal(G, make_kernel_problem(60, 40, rank=5, coherence=0.3,
-                                                     random_state=12))
+    np.testing.assert_array_equal(
+        G,
+        make_kernel_problem(60, 40, rank=5, coherence=0.3, random_state=np.random.default_rng(11)),
+    )
+    assert not np.array_equal(
+        G, make_kernel_problem(60, 40, rank=5, coherence=0.3, random_state=12)
+    )
 
 
 def test_square_problem_is_asymmetric():
@@ -308,23 +330,33 @@ def test_square_problem_is_asymmetric():
 
 
 def test_float32():
-    p = make_kernel_problem(120, 90, rank=6, dtype=np.float32, random_state=0,
-                            return_details=True)
+    p = make_kernel_problem(120, 90, rank=6, dtype=np.float32, random_state=0, return_details=True)
     assert p.G.dtype == np.float32 and p.U.dtype == np.float64
     sigma = np.linalg.svd(p.G.astype(np.float64), compute_uv=False)
     np.testing.assert_allclose(sigma[:6], p.singular_values, atol=2e-3)
 
 
 @given(
-    n=st.integers(1, 30), m=st.integers(1, 30), r=st.integers(1, 30),
-    coherence=st.floats(0.0, 1.0), support=st.integers(1, 3),
+    n=st.integers(1, 30),
+    m=st.integers(1, 30),
+    r=st.integers(1, 30),
+    coherence=st.floats(0.0, 1.0),
+    support=st.integers(1, 3),
     seed=st.integers(0, 2**32 - 1),
 )
 @settings(max_examples=40, deadline=None)
 def test_kernel_problem_any_shape(n, m, r, coherence, support, seed):
     assume(r * support <= min(n, m))
-    p = make_kernel_problem(n, m, rank=r, coherence=coherence, support_size=support,
-                            noise=0.0, random_state=seed, return_details=True)
+    p = make_kernel_problem(
+        n,
+        m,
+        rank=r,
+        coherence=coherence,
+        support_size=support,
+        noise=0.0,
+        random_state=seed,
+        return_details=True,
+    )
     assert p.G.shape == (n, m) and np.all(np.isfinite(p.G))
     np.testing.assert_allclose(p.U.T @ p.U, np.eye(r), atol=1e-10)
     np.testing.assert_allclose(p.V.T @ p.V, np.eye(r), atol=1e-10)
@@ -386,11 +418,12 @@ def test_clustered_points_contract():
 
 
 def test_clustered_points_geometry():
-    p = make_clustered_points(2000, 1000, 64, 5, cluster_std=0.1, separation=3.0, gamma=2.0,
-                              random_state=1)
+    p = make_clustered_points(
+        2000, 1000, 64, 5, cluster_std=0.1, separation=3.0, gamma=2.0, random_state=1
+    )
     # centres are pairwise `separation * gamma` apart (exactly, since K <= d)
     diff = p.centers[:, None, :] - p.centers[None, :, :]
-    dist = np.sqrt((diff ** 2).sum(-1))[np.triu_indices(5, 1)]
+    dist = np.sqrt((diff**2).sum(-1))[np.triu_indices(5, 1)]
     np.testing.assert_allclose(dist, 3.0 * 2.0, rtol=1e-12)
     # points lie about `cluster_std * gamma` from their own centre
     radius = np.linalg.norm(p.X - p.centers[p.labels_x], axis=1)
@@ -425,8 +458,9 @@ def test_clustered_points_gap_tracks_cluster_std():
     # the gap scales like cluster_std^2: doubling the radius quadruples sigma_{K+1}/sigma_K
     ratios = []
     for std in (0.05, 0.1):
-        s = _top_singular_values(make_clustered_points(600, 600, 32, 6, cluster_std=std,
-                                                       random_state=2), "sne")
+        s = _top_singular_values(
+            make_clustered_points(600, 600, 32, 6, cluster_std=std, random_state=2), "sne"
+        )
         ratios.append(s[6] / s[5])
     assert 2.5 < ratios[1] / ratios[0] < 6.0
 
@@ -463,17 +497,32 @@ def test_clustered_points_more_clusters_than_dimensions():
         (dict(n=0, m=10, d=2, n_clusters=1), ValueError, "n must be >= 1"),
         (dict(n=10, m=10, d=0, n_clusters=1), ValueError, "d must be >= 1"),
         (dict(n=10.0, m=10, d=2, n_clusters=1), TypeError, "n must be an integer"),
-        (dict(n=10, m=10, d=2, n_clusters=2, cluster_std=0.0), ValueError,
-         "cluster_std must be > 0"),
-        (dict(n=10, m=10, d=2, n_clusters=2, separation=np.inf), ValueError,
-         "separation must be finite"),
+        (
+            dict(n=10, m=10, d=2, n_clusters=2, cluster_std=0.0),
+            ValueError,
+            "cluster_std must be > 0",
+        ),
+        (
+            dict(n=10, m=10, d=2, n_clusters=2, separation=np.inf),
+            ValueError,
+            "separation must be finite",
+        ),
         (dict(n=10, m=10, d=2, n_clusters=2, gamma=-1.0), ValueError, "gamma must be > 0"),
-        (dict(n=10, m=10, d=2, n_clusters=2, weights=[1.0]), ValueError,
-         "weights must have n_clusters=2"),
-        (dict(n=10, m=10, d=2, n_clusters=2, weights=[1.0, 0.0]), ValueError,
-         "weights must be finite and > 0"),
-        (dict(n=10, m=10, d=2, n_clusters=2, dtype=np.int32), ValueError,
-         "dtype must be float32 or float64"),
+        (
+            dict(n=10, m=10, d=2, n_clusters=2, weights=[1.0]),
+            ValueError,
+            "weights must have n_clusters=2",
+        ),
+        (
+            dict(n=10, m=10, d=2, n_clusters=2, weights=[1.0, 0.0]),
+            ValueError,
+            "weights must be finite and > 0",
+        ),
+        (
+            dict(n=10, m=10, d=2, n_clusters=2, dtype=np.int32),
+            ValueError,
+            "dtype must be float32 or float64",
+        ),
     ],
 )
 def test_clustered_points_validation(kwargs, error, match):

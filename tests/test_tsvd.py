@@ -1,7 +1,6 @@
 """Tests of ``solvers.tsvd`` beyond the shared contract: a source's own exact path, zero, tiny
 and huge matrices, and PROPACK on float32 operators."""
 
-
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -44,8 +43,7 @@ def B():
 @pytest.mark.parametrize("wrap", [dense, sparse, operator])
 def test_zero_matrix_gives_zero_values_and_orthonormal_vectors(wrap, backend):
     # ARPACK used to stop with "Starting vector is zero"; PROPACK gave zero vectors.
-    res = solvers.svd(wrap(np.zeros((30, 20))), 2, method="tsvd", backend=backend,
-                      random_state=0)
+    res = solvers.svd(wrap(np.zeros((30, 20))), 2, method="tsvd", backend=backend, random_state=0)
     np.testing.assert_array_equal(res.s, np.zeros(2))
     assert res.U.shape == (30, 2) and res.V.shape == (20, 2)
     assert_orthonormal(res.U, 1e-14)
@@ -126,7 +124,8 @@ def rounding_operator(B32):
     """A float32 operator that rounds its input to float32, as a float32 code would."""
     n, m = B32.shape
     return LinearOperator(
-        (n, m), dtype=np.float32,
+        (n, m),
+        dtype=np.float32,
         matvec=lambda x: B32 @ np.asarray(x, dtype=np.float32),
         rmatvec=lambda y: B32.T @ np.asarray(y, dtype=np.float32),
     )
@@ -154,8 +153,7 @@ def test_float32_operator_gets_float64_vectors():
         seen.append(np.asarray(x).dtype)
         return B32 @ x
 
-    op = LinearOperator((80, 50), matvec=matvec, rmatvec=lambda y: B32.T @ y,
-                        dtype=np.float32)
+    op = LinearOperator((80, 50), matvec=matvec, rmatvec=lambda y: B32.T @ y, dtype=np.float32)
     res = solvers.svd(op, 5, method="tsvd", backend="propack", random_state=0)
     assert set(seen) == {np.dtype(np.float64)}
     ref = sla.svdvals(B32.astype(np.float64))[:5]
@@ -176,13 +174,18 @@ class ExactSource(DenseSource):
         self.bad_shape = bad_shape
 
     def exact_svd(self, rank, *, random_state=None, tol=0.0, maxiter=None, ncv=None):
-        self.calls.append({"rank": rank, "random_state": random_state, "tol": tol,
-                           "maxiter": maxiter, "ncv": ncv})
+        self.calls.append(
+            {"rank": rank, "random_state": random_state, "tol": tol, "maxiter": maxiter, "ncv": ncv}
+        )
         U, s, Vt = sla.svd(self.G, full_matrices=False)
         if self.bad_shape:
             return U, s, Vt.T
-        return solvers.SVDResult(U[:, :rank], s[:rank], Vt[:rank].T,
-                                 info={"n_matvec": 7, "n_passes": 3, "note": "lapack"})
+        return solvers.SVDResult(
+            U[:, :rank],
+            s[:rank],
+            Vt[:rank].T,
+            info={"n_matvec": 7, "n_passes": 3, "note": "lapack"},
+        )
 
 
 def test_tsvd_uses_the_source_exact_path(B):
@@ -235,14 +238,17 @@ def test_lobpcg_stopping_short_raises_instead_of_returning_its_block(maxiter):
     rng = np.random.default_rng(0)
     G = rng.normal(size=(200, 8)) @ np.diag(np.logspace(0, -1, 8)) @ rng.normal(size=(8, 150))
     cap = "its default cap" if maxiter is None else f"maxiter={maxiter}"
-    with pytest.raises(RuntimeError, match=f"'lobpcg' did not converge .* within {cap}.*"
-                                           "not reaching the requested tolerance"):
+    with pytest.raises(
+        RuntimeError,
+        match=f"'lobpcg' did not converge .* within {cap}.*not reaching the requested tolerance",
+    ):
         solvers.svd(G, 5, method="tsvd", backend="lobpcg", random_state=0, maxiter=maxiter)
     # The same matrix is no problem for ARPACK, and LOBPCG converges on a full-rank one
     # with gaps (a flat spectrum stops short of tol too, and raises).
     s = np.linalg.svd(G, compute_uv=False)
-    np.testing.assert_allclose(solvers.svd(G, 5, method="tsvd", random_state=0).s, s[:5],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        solvers.svd(G, 5, method="tsvd", random_state=0).s, s[:5], rtol=1e-12
+    )
     Q1, Q2 = (np.linalg.qr(rng.normal(size=(n, 150)))[0] for n in (200, 150))
     F = (Q1 * 0.7 ** np.arange(150)) @ Q2.T  # full rank, with gaps LOBPCG converges on
     res = solvers.svd(F, 5, method="tsvd", backend="lobpcg", random_state=0, maxiter=maxiter)

@@ -48,13 +48,16 @@ def test_data_file_of_every_format_gives_the_kernel_of_its_matrix(tmp_path, suff
     elif suffix == ".mtx":
         scipy.io.mmwrite(str(path), sp.coo_matrix(A))
     else:
-        np.savetxt(path, A, delimiter=",", header=",".join(f"f{j}" for j in range(40)),
-                   comments="")
+        np.savetxt(path, A, delimiter=",", header=",".join(f"f{j}" for j in range(40)), comments="")
     problem = problem_from_file(path, kind="data", kernel="sne")
     assert problem.name == "web"  # the file's stem
     assert problem.source == str(path)
-    expected = ksvd_kernel(sp.csr_matrix(A) if "sparse" in suffix or suffix == ".mtx" else A,
-                           "sne", gamma=problem.gamma, center=True)
+    expected = ksvd_kernel(
+        sp.csr_matrix(A) if "sparse" in suffix or suffix == ".mtx" else A,
+        "sne",
+        gamma=problem.gamma,
+        center=True,
+    )
     np.testing.assert_allclose(problem.G, expected, rtol=1e-12, atol=1e-14)
 
 
@@ -92,8 +95,9 @@ def test_points_one_file_is_used_twice_and_two_files_give_k_of_x_and_z(tmp_path)
     np.save(tmp_path / "z.npy", Z)
     one = problem_from_file(tmp_path / "x.npy", kind="points")
     assert one.name == "x" and one.shape == (60, 60)
-    np.testing.assert_allclose(one.G, kernel_matrix(X, X, "sne", gamma=points_gamma(X, X)),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        one.G, kernel_matrix(X, X, "sne", gamma=points_gamma(X, X)), rtol=1e-12
+    )
     two = problem_from_file([tmp_path / "x.npy", tmp_path / "z.npy"], kind="points")
     assert two.shape == (60, 45) and two.points is not None and not two.is_lazy
     np.testing.assert_allclose(two.G, kernel_matrix(X, Z, "sne", gamma=two.gamma), rtol=1e-12)
@@ -193,9 +197,23 @@ def _write_bad(tmp_path, case):
     raise AssertionError(case)
 
 
-BAD = ("missing", "corrupt", "truncated", "pickle", "empty", "empty-csv", "nan", "nan-csv",
-       "complex", "complex-mtx", "wrong-shape", "many-arrays", "ragged-csv", "text-csv",
-       "suffix")
+BAD = (
+    "missing",
+    "corrupt",
+    "truncated",
+    "pickle",
+    "empty",
+    "empty-csv",
+    "nan",
+    "nan-csv",
+    "complex",
+    "complex-mtx",
+    "wrong-shape",
+    "many-arrays",
+    "ragged-csv",
+    "text-csv",
+    "suffix",
+)
 
 
 @pytest.mark.parametrize("case", BAD)
@@ -251,11 +269,25 @@ def test_flags_are_repeatable_and_mixable(tmp_path):
     np.save(tmp_path / "x.npy", _points(0))
     np.save(tmp_path / "z.npy", _points(1, n=50))
     np.save(tmp_path / "g.npy", _data(2, (25, 20)))
-    args = _parser().parse_args([
-        "--dataset", "cora", "--data", str(tmp_path / "a.npy"), "--data", str(tmp_path / "b.npy"),
-        "--points", str(tmp_path / "x.npy"), str(tmp_path / "z.npy"),
-        "--points", str(tmp_path / "z.npy"), "--matrix", str(tmp_path / "g.npy"),
-        "--memory-limit", "1"])
+    args = _parser().parse_args(
+        [
+            "--dataset",
+            "cora",
+            "--data",
+            str(tmp_path / "a.npy"),
+            "--data",
+            str(tmp_path / "b.npy"),
+            "--points",
+            str(tmp_path / "x.npy"),
+            str(tmp_path / "z.npy"),
+            "--points",
+            str(tmp_path / "z.npy"),
+            "--matrix",
+            str(tmp_path / "g.npy"),
+            "--memory-limit",
+            "1",
+        ]
+    )
     got = problems_from_args(args)
     assert [p.name for p in got] == ["a", "b", "x", "z", "g"]
     assert [p.shape for p in got] == [(40, 40), (30, 30), (60, 50), (50, 50), (25, 20)]
@@ -267,8 +299,9 @@ def test_bad_file_stops_everything_before_any_kernel_is_built(tmp_path, monkeypa
     np.save(tmp_path / "good.npy", _data(0))
     bad, _ = _write_bad(tmp_path, "nan")
     built = []
-    monkeypatch.setattr(problems_module, "problem_from_data",
-                        lambda *a, **k: built.append(k["name"]))
+    monkeypatch.setattr(
+        problems_module, "problem_from_data", lambda *a, **k: built.append(k["name"])
+    )
     args = _parser().parse_args(["--data", str(tmp_path / "good.npy"), "--matrix", str(bad)])
     with pytest.raises(DatasetError, match="holes"):
         problems_from_args(args)
@@ -279,8 +312,9 @@ def test_two_problems_with_one_name_are_refused(tmp_path):
     (tmp_path / "d").mkdir()
     np.save(tmp_path / "a.npy", _data(0))
     np.save(tmp_path / "d" / "a.npy", _data(1))
-    args = _parser().parse_args(["--data", str(tmp_path / "a.npy"),
-                                 "--matrix", str(tmp_path / "d" / "a.npy")])
+    args = _parser().parse_args(
+        ["--data", str(tmp_path / "a.npy"), "--matrix", str(tmp_path / "d" / "a.npy")]
+    )
     with pytest.raises(DatasetError, match="two problems are named 'a'"):
         problems_from_args(args)
 
@@ -299,10 +333,35 @@ def test_compare_races_a_lazy_points_file_with_every_method_named(tmp_path):
     X = np.vstack([rng.normal(c, 0.05, size=(25, 3)) for c in range(4)])
     np.save(tmp_path / "clusters.npy", X)
     out = tmp_path / "out"
-    assert main(["compare", "--points", str(tmp_path / "clusters.npy"), "--memory-limit",
-                 "1e-6", "--rank", "4", "--methods", "rsvd", "asym_nystrom_rpcholesky",
-                 "--seeds", "1", "--eps", "0.1", "--measures", "uniform", "--no-residual",
-                 "--gamma", "1.0", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--points",
+                str(tmp_path / "clusters.npy"),
+                "--memory-limit",
+                "1e-6",
+                "--rank",
+                "4",
+                "--methods",
+                "rsvd",
+                "asym_nystrom_rpcholesky",
+                "--seeds",
+                "1",
+                "--eps",
+                "0.1",
+                "--measures",
+                "uniform",
+                "--no-residual",
+                "--gamma",
+                "1.0",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     rows = json.loads((out / "compare.json").read_text())["rows"]
     assert {r["dataset"] for r in rows} == {"clusters"}  # no cora beside it
     assert {r["method"] for r in rows} == {"rsvd", "asym_nystrom_rpcholesky"}

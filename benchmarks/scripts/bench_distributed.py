@@ -77,8 +77,9 @@ def bandwidth(d):
 def start_cluster(workers):
     import distributed
 
-    cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
-                                       processes=True, dashboard_address=":0")
+    cluster = distributed.LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
     return cluster, distributed.Client(cluster)
 
 
@@ -118,17 +119,18 @@ def bench_overhead(client, X, Z, gamma, k, repeats, workers):
     for _ in range(max(1, repeats - 1)):  # the first pair also warms up (JIT cache loads)
         t, local = timed(lambda: KernelSource.from_points(X, Z, "sne", gamma=gamma))
         setup["local"].append(t)
-        t, dist = timed(lambda: KernelSource.from_points(X, Z, "sne", gamma=gamma,
-                                                         client=client))
+        t, dist = timed(lambda: KernelSource.from_points(X, Z, "sne", gamma=gamma, client=client))
         setup["cluster"].append(t)
-    fns = {"matmat": lambda S: S.matmat(Om), "rmatmat": lambda S: S.rmatmat(Psi),
-           "sketch": lambda S: S.sketch(Om, Psi)}
+    fns = {
+        "matmat": lambda S: S.matmat(Om),
+        "rmatmat": lambda S: S.rmatmat(Psi),
+        "sketch": lambda S: S.sketch(Om, Psi),
+    }
     times = {f"{name}/{where}": [] for name in fns for where in ("local", "cluster")}
     cpu = {key: [] for key in times}
     cpu_main = {name: [] for name in fns}  # the cluster's client + scheduler share of it
     # this process runs the in-process passes, and the scheduler and client of the cluster
-    pids = {"local": [os.getpid()],
-            "cluster": [os.getpid(), *client.run(os.getpid).values()]}
+    pids = {"local": [os.getpid()], "cluster": [os.getpid(), *client.run(os.getpid).values()]}
     diffs = {}
     for name, fn in fns.items():  # warm-up: compile or cache-load every pass everywhere
         a, b = fn(local), fn(dist)
@@ -147,17 +149,22 @@ def bench_overhead(client, X, Z, gamma, k, repeats, workers):
     med_cpu = {key: float(np.median(v)) for key, v in cpu.items()}
     med["setup/local"] = float(np.median(setup["local"]))
     med["setup/cluster"] = float(np.median(setup["cluster"]))
-    ratios = {name: med[f"{name}/cluster"] / med[f"{name}/local"]
-              for name in ("setup", *fns)}
+    ratios = {name: med[f"{name}/cluster"] / med[f"{name}/local"] for name in ("setup", *fns)}
     cpu_ratios = {name: med_cpu[f"{name}/cluster"] / med_cpu[f"{name}/local"] for name in fns}
     # entries evaluated per second by one worker in a cluster matmat (the pass's unit cost)
     throughput = n * m / med["matmat/cluster"] / workers
     dist.close()
-    return {"median_s": med, "all_s": {**times, **{f"setup/{w}": v for w, v in setup.items()}},
-            "median_cpu_s": med_cpu, "cpu_ratio_cluster_over_local": cpu_ratios,
-            "median_cpu_client_scheduler_s": {k: float(np.median(v)) for k, v in cpu_main.items()},
-            "ratio_cluster_over_local": ratios, "max_rel_diff": diffs,
-            "entries_per_s_per_worker": throughput, "n_blocks": len(dist.block_bounds)}
+    return {
+        "median_s": med,
+        "all_s": {**times, **{f"setup/{w}": v for w, v in setup.items()}},
+        "median_cpu_s": med_cpu,
+        "cpu_ratio_cluster_over_local": cpu_ratios,
+        "median_cpu_client_scheduler_s": {k: float(np.median(v)) for k, v in cpu_main.items()},
+        "ratio_cluster_over_local": ratios,
+        "max_rel_diff": diffs,
+        "entries_per_s_per_worker": throughput,
+        "n_blocks": len(dist.block_bounds),
+    }
 
 
 # ----------------------------------------------------------------------- 2. svd_compressed
@@ -181,16 +188,30 @@ def bench_compressed(client, X, Z, gamma, q_max, tile, max_depth):
     G[:tile, :tile].compute()  # warm-up: the workers compile or load the tile code
     rows = []
     for q in range(q_max + 1):
-        res = svd_compressed(dist, RANK, n_iter=q, n_oversamples=OVERSAMPLES, tile=tile,
-                             random_state=0)
-        rows.append({"solver": "svd_compressed", "effort": f"q={q}",
-                     "seconds": res.info["seconds"], "passes": res.info["n_passes"],
-                     "error": error(ref, res)})
+        res = svd_compressed(
+            dist, RANK, n_iter=q, n_oversamples=OVERSAMPLES, tile=tile, random_state=0
+        )
+        rows.append(
+            {
+                "solver": "svd_compressed",
+                "effort": f"q={q}",
+                "seconds": res.info["seconds"],
+                "passes": res.info["n_passes"],
+                "error": error(ref, res),
+            }
+        )
 
     def ours(method, effort, **opts):
         t, res = solve(dist, method, 0, **opts)
-        rows.append({"solver": f"ours {method}", "effort": effort, "seconds": t,
-                     "passes": res.info["n_passes"], "error": error(ref, res)})
+        rows.append(
+            {
+                "solver": f"ours {method}",
+                "effort": effort,
+                "seconds": t,
+                "passes": res.info["n_passes"],
+                "error": error(ref, res),
+            }
+        )
 
     ours("generalized_nystrom", f"p={OVERSAMPLES}", n_oversamples=OVERSAMPLES)
     for q in range(q_max + 1):
@@ -198,8 +219,12 @@ def bench_compressed(client, X, Z, gamma, q_max, tile, max_depth):
     for depth in range(1, max_depth + 1):
         ours("block_krylov", f"q={depth}", n_iter=depth)
     dist.close()
-    return {"reference": f"block_krylov n_iter={REFERENCE_DEPTH} ({t_ref:.1f} s)",
-            "tile": tile, "n_tiles": n_tiles, "rows": rows}
+    return {
+        "reference": f"block_krylov n_iter={REFERENCE_DEPTH} ({t_ref:.1f} s)",
+        "tile": tile,
+        "n_tiles": n_tiles,
+        "rows": rows,
+    }
 
 
 def cheapest(rows, prefix, tol):
@@ -214,9 +239,10 @@ def bench_structured(client, graph_n, k):
     from ksvd_bench.datasets.synthetic import make_directed_graph
 
     out = {}
-    graphs = {"pubmed": lambda: load_graph("pubmed").adjacency,
-              f"synthetic {graph_n}": lambda: make_directed_graph(graph_n,
-                                                                  random_state=0).adjacency}
+    graphs = {
+        "pubmed": lambda: load_graph("pubmed").adjacency,
+        f"synthetic {graph_n}": lambda: make_directed_graph(graph_n, random_state=0).adjacency,
+    }
     for name, make in graphs.items():
         S = KernelSource(make(), "sne")
         n = S.shape[0]
@@ -230,43 +256,65 @@ def bench_structured(client, graph_n, k):
 
         move()
         t_move = float(np.median([timed(move)[0] for _ in range(3)]))
-        out[name] = {"n": n, "nnz_T": int(S.nnz), "matmat_s": t_local,
-                     "dask_move_s": t_move, "move_over_matmat": t_move / t_local}
+        out[name] = {
+            "n": n,
+            "nnz_T": int(S.nnz),
+            "matmat_s": t_local,
+            "dask_move_s": t_move,
+            "move_over_matmat": t_move / t_local,
+        }
     return out
 
 
 # ----------------------------------------------------------------------- report
 def machine():
-    return {"python": platform.python_version(), "numpy": np.__version__,
-            "numba": numba.__version__, "cpus": os.cpu_count(),
-            "load_avg": os.getloadavg(), "machine": platform.machine()}
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "cpus": os.cpu_count(),
+        "load_avg": os.getloadavg(),
+        "machine": platform.machine(),
+    }
 
 
 def print_overhead(o, n, d, k, workers):
-    print(f"\n1. SNE, N = M = {n}, d = {d}: {workers} single-threaded workers against "
-          f"{workers} Numba threads in process ({o['n_blocks']} row blocks), median seconds")
-    print(f"{'':10s} {'in-process':>11s} {'cluster':>9s} {'ratio':>7s} {'CPU ratio':>10s} "
-          f"{'max rel diff':>13s}")
+    print(
+        f"\n1. SNE, N = M = {n}, d = {d}: {workers} single-threaded workers against "
+        f"{workers} Numba threads in process ({o['n_blocks']} row blocks), median seconds"
+    )
+    print(
+        f"{'':10s} {'in-process':>11s} {'cluster':>9s} {'ratio':>7s} {'CPU ratio':>10s} "
+        f"{'max rel diff':>13s}"
+    )
     for name in ("setup", "matmat", "rmatmat", "sketch"):
         diff = o["max_rel_diff"].get(name)
         cpu = o["cpu_ratio_cluster_over_local"].get(name)
-        print(f"{name:10s} {o['median_s'][name + '/local']:11.2f} "
-              f"{o['median_s'][name + '/cluster']:9.2f} "
-              f"{o['ratio_cluster_over_local'][name]:7.2f} "
-              f"{'' if cpu is None else f'{cpu:10.2f}':>10s} "
-              f"{'' if diff is None else f'{diff:13.1e}'}")
+        print(
+            f"{name:10s} {o['median_s'][name + '/local']:11.2f} "
+            f"{o['median_s'][name + '/cluster']:9.2f} "
+            f"{o['ratio_cluster_over_local'][name]:7.2f} "
+            f"{'' if cpu is None else f'{cpu:10.2f}':>10s} "
+            f"{'' if diff is None else f'{diff:13.1e}'}"
+        )
     worst = max(o["ratio_cluster_over_local"][p] for p in ("matmat", "rmatmat", "sketch"))
-    print("CPU seconds of the client and scheduler (this process) per cluster pass: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in o["median_cpu_client_scheduler_s"].items()))
-    print(f"target: cluster <= 1.3x per pass: {'met' if worst <= 1.3 else 'MISSED'} "
-          f"(worst {worst:.2f}); throughput {o['entries_per_s_per_worker']:.3g} "
-          f"entries/s per worker ({k} columns). CPU ratio: CPU seconds of the workers, "
-          f"scheduler and client over those of the in-process pass (steadier under load)")
+    print(
+        "CPU seconds of the client and scheduler (this process) per cluster pass: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in o["median_cpu_client_scheduler_s"].items())
+    )
+    print(
+        f"target: cluster <= 1.3x per pass: {'met' if worst <= 1.3 else 'MISSED'} "
+        f"(worst {worst:.2f}); throughput {o['entries_per_s_per_worker']:.3g} "
+        f"entries/s per worker ({k} columns). CPU ratio: CPU seconds of the workers, "
+        f"scheduler and client over those of the in-process pass (steadier under load)"
+    )
 
 
 def print_compressed(c, tolerances):
-    print(f"\n2. top-{RANK}, same cluster, G as {c['tile']} x {c['tile']} map_blocks tiles; "
-          f"error = max subspace sine against {c['reference']}")
+    print(
+        f"\n2. top-{RANK}, same cluster, G as {c['tile']} x {c['tile']} map_blocks tiles; "
+        f"error = max subspace sine against {c['reference']}"
+    )
     print(f"{'':34s} {'seconds':>8s} {'passes':>7s} {'error':>9s}")
     for row in c["rows"]:
         name = f"{row['solver']} ({row['effort']})"
@@ -274,27 +322,34 @@ def print_compressed(c, tolerances):
     print("\nat the same accuracy (fastest run of each side with error <= tol):")
     c["at_tolerance"] = {}
     for tol in tolerances:
-        theirs, mine = cheapest(c["rows"], "svd_compressed", tol), cheapest(c["rows"], "ours",
-                                                                            tol)
+        theirs, mine = cheapest(c["rows"], "svd_compressed", tol), cheapest(c["rows"], "ours", tol)
         c["at_tolerance"][tol] = {"svd_compressed": theirs, "ours": mine}
         if theirs is None or mine is None:
-            print(f"  tol {tol:.0e}: svd_compressed {'-' if theirs is None else 'ok'}, ours "
-                  f"{'-' if mine is None else 'ok'} (not reached within the efforts tried)")
+            print(
+                f"  tol {tol:.0e}: svd_compressed {'-' if theirs is None else 'ok'}, ours "
+                f"{'-' if mine is None else 'ok'} (not reached within the efforts tried)"
+            )
             continue
         ok = mine["seconds"] < theirs["seconds"] and mine["passes"] < theirs["passes"]
-        print(f"  tol {tol:.0e}: svd_compressed {theirs['effort']} {theirs['seconds']:.2f} s, "
-              f"{theirs['passes']:.0f} passes; ours {mine['solver'][5:]} {mine['effort']} "
-              f"{mine['seconds']:.2f} s, {mine['passes']:.0f} passes: "
-              f"{theirs['seconds'] / mine['seconds']:.2f}x faster, "
-              f"{'met' if ok else 'MISSED'}")
+        print(
+            f"  tol {tol:.0e}: svd_compressed {theirs['effort']} {theirs['seconds']:.2f} s, "
+            f"{theirs['passes']:.0f} passes; ours {mine['solver'][5:]} {mine['effort']} "
+            f"{mine['seconds']:.2f} s, {mine['passes']:.0f} passes: "
+            f"{theirs['seconds'] / mine['seconds']:.2f}x faster, "
+            f"{'met' if ok else 'MISSED'}"
+        )
 
 
 def print_structured(s, k):
-    print(f"\n3. structured graph source, matmat with {k} columns in process against moving "
-          "the operand to the workers and the answer back (no compute)")
+    print(
+        f"\n3. structured graph source, matmat with {k} columns in process against moving "
+        "the operand to the workers and the answer back (no compute)"
+    )
     for name, row in s.items():
-        print(f"{name:20s} N = {row['n']:8d}: matmat {row['matmat_s']:.3f} s, Dask moves "
-              f"{row['dask_move_s']:.3f} s ({row['move_over_matmat']:.1f}x)")
+        print(
+            f"{name:20s} N = {row['n']:8d}: matmat {row['matmat_s']:.3f} s, Dask moves "
+            f"{row['dask_move_s']:.3f} s ({row['move_over_matmat']:.1f}x)"
+        )
 
 
 def main(argv=None):
@@ -304,8 +359,9 @@ def main(argv=None):
     parser.add_argument("--k", type=int, default=40, help="columns of each operand")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--q-max", type=int, default=3,
-                        help="power iterations of both RSVDs: 0 .. this")
+    parser.add_argument(
+        "--q-max", type=int, default=3, help="power iterations of both RSVDs: 0 .. this"
+    )
     parser.add_argument("--tile", type=int, default=4000, help="svd_compressed tile side")
     parser.add_argument("--max-depth", type=int, default=4, help="block Krylov depths 1 .. this")
     parser.add_argument("--graph-n", type=int, default=1_000_000)
@@ -324,8 +380,10 @@ def main(argv=None):
         args.n, args.tile, args.graph_n = min(args.n, 3000), min(args.tile, 1000), 20000
 
     result = {"machine": machine(), "args": vars(args)}
-    print(f"python {result['machine']['python']}, numba {result['machine']['numba']}, "
-          f"cpus {result['machine']['cpus']}, load average {result['machine']['load_avg']}")
+    print(
+        f"python {result['machine']['python']}, numba {result['machine']['numba']}, "
+        f"cpus {result['machine']['cpus']}, load average {result['machine']['load_avg']}"
+    )
     cluster, client = start_cluster(args.workers)
     # one BLAS thread for the solvers' small dense algebra in this process, as in the
     # workers (the nanny sets OPENBLAS_NUM_THREADS=1): svd_compressed's runs there. (Two
@@ -335,12 +393,14 @@ def main(argv=None):
         X, Z = clustered_points(args.n, args.d)
         gamma = bandwidth(args.d)
         if not args.skip_overhead:
-            result["overhead"] = bench_overhead(client, X, Z, gamma, args.k, args.repeats,
-                                                args.workers)
+            result["overhead"] = bench_overhead(
+                client, X, Z, gamma, args.k, args.repeats, args.workers
+            )
             print_overhead(result["overhead"], args.n, args.d, args.k, args.workers)
         if not args.skip_compressed:
-            result["compressed"] = bench_compressed(client, X, Z, gamma, args.q_max, args.tile,
-                                                    args.max_depth)
+            result["compressed"] = bench_compressed(
+                client, X, Z, gamma, args.q_max, args.tile, args.max_depth
+            )
             print_compressed(result["compressed"], TOLERANCES)
         if args.structured:
             result["structured"] = bench_structured(client, args.graph_n, args.k)

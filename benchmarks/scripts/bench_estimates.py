@@ -28,8 +28,7 @@ class NoNorm:
 
     def __init__(self, src):
         self.src, self.shape, self.dtype = src, src.shape, src.dtype
-        for name in ("rows", "cols", "block", "matmat", "rmatmat", "sketch", "norm_bound",
-                     "dense"):
+        for name in ("rows", "cols", "block", "matmat", "rmatmat", "sketch", "norm_bound", "dense"):
             setattr(self, name, getattr(src, name))
 
 
@@ -41,12 +40,14 @@ def points(n, d, k, seed):
     return X, Z
 
 
-EFFORTS = [("rsvd", "n_oversamples", (0, 5, 10, 20, 40, 80), {}),
-           ("rsvd", "n_iter", (0, 1, 2), {"n_oversamples": 10}),
-           ("block_krylov", "n_iter", (0, 1, 2, 3, 4, 6), {}),
-           ("tsvd", "tol", (1e-1, 1e-2, 1e-4, 0.0), {}),
-           ("generalized_nystrom", "n_oversamples", (0, 5, 10, 20, 40, 80), {}),
-           ("asym_nystrom", "n_samples", (40, 80, 160, 320, 640), {})]
+EFFORTS = [
+    ("rsvd", "n_oversamples", (0, 5, 10, 20, 40, 80), {}),
+    ("rsvd", "n_iter", (0, 1, 2), {"n_oversamples": 10}),
+    ("block_krylov", "n_iter", (0, 1, 2, 3, 4, 6), {}),
+    ("tsvd", "tol", (1e-1, 1e-2, 1e-4, 0.0), {}),
+    ("generalized_nystrom", "n_oversamples", (0, 5, 10, 20, 40, 80), {}),
+    ("asym_nystrom", "n_samples", (40, 80, 160, 320, 640), {}),
+]
 
 
 def main():
@@ -57,44 +58,63 @@ def main():
     args = ap.parse_args()
     X, Z = points(args.n, 8, 10, 0)
     X2, Z2 = points(args.n, 2, 10, 2)
-    configs = [("rbf g=2", KernelSource.from_points(X, Z, "rbf", gamma=2.0)),
-               ("rbf g=6 (fast decay)", KernelSource.from_points(X, Z, "rbf", gamma=6.0)),
-               ("rbf d=2 g=8 (tiny errors)", KernelSource.from_points(X2, Z2, "rbf", gamma=8.0)),
-               ("sne g=2 centred, norm hidden",
-                NoNorm(KernelSource.from_points(X, Z, "sne", gamma=2.0, center=True)))]
+    configs = [
+        ("rbf g=2", KernelSource.from_points(X, Z, "rbf", gamma=2.0)),
+        ("rbf g=6 (fast decay)", KernelSource.from_points(X, Z, "rbf", gamma=6.0)),
+        ("rbf d=2 g=8 (tiny errors)", KernelSource.from_points(X2, Z2, "rbf", gamma=8.0)),
+        (
+            "sne g=2 centred, norm hidden",
+            NoNorm(KernelSource.from_points(X, Z, "sne", gamma=2.0, center=True)),
+        ),
+    ]
     rows = []
     rng = np.random.default_rng(1)
     for name, src in configs:
         G = np.asarray(src.dense(), dtype=np.float64)
         fro = np.linalg.norm(G)
         sv = np.linalg.svd(G, compute_uv=False)
-        best = math.sqrt(float(np.sum(sv[args.rank:] ** 2)))
-        print(f"{name}: ||G||_F = {fro:.4g}, s21/s1 = {sv[args.rank] / sv[0]:.2e}, "
-              f"best rank-{args.rank} error / ||G||_F = {best / fro:.2e}", flush=True)
+        best = math.sqrt(float(np.sum(sv[args.rank :] ** 2)))
+        print(
+            f"{name}: ||G||_F = {fro:.4g}, s21/s1 = {sv[args.rank] / sv[0]:.2e}, "
+            f"best rank-{args.rank} error / ||G||_F = {best / fro:.2e}",
+            flush=True,
+        )
         for method, option, values, fixed in EFFORTS:
             for value in (v for v in values if option != "n_samples" or v <= args.n):
                 seed = int(rng.integers(2**32))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     t0 = time.perf_counter()
-                    res = solvers.svd(src, args.rank, method=method, random_state=seed,
-                                      **fixed, **{option: value})
+                    res = solvers.svd(
+                        src, args.rank, method=method, random_state=seed, **fixed, **{option: value}
+                    )
                     secs = time.perf_counter() - t0
                 U = res.U.astype(np.float64)
                 true = float(np.linalg.norm(G - U @ (U.T @ G)))
-                est = estimate_error(src, res, rank=args.rank, fro2=None,
-                                     random_state=[seed, 1])
-                rows.append({"config": name, "method": method, "option": option,
-                             "value": value, "seconds": secs, "true_error": true,
-                             "relative_true_error": true / fro, "kind": est["kind"],
-                             "estimate": est["estimate"], "ratio": est["estimate"] / true,
-                             "probe_ratio": est["probes"] / true,
-                             "solver_kind": res.info.get("error_estimate_kind"),
-                             "solver_ratio": est["solver"] / true})
+                est = estimate_error(src, res, rank=args.rank, fro2=None, random_state=[seed, 1])
+                rows.append(
+                    {
+                        "config": name,
+                        "method": method,
+                        "option": option,
+                        "value": value,
+                        "seconds": secs,
+                        "true_error": true,
+                        "relative_true_error": true / fro,
+                        "kind": est["kind"],
+                        "estimate": est["estimate"],
+                        "ratio": est["estimate"] / true,
+                        "probe_ratio": est["probes"] / true,
+                        "solver_kind": res.info.get("error_estimate_kind"),
+                        "solver_ratio": est["solver"] / true,
+                    }
+                )
     with open(f"{args.out}.json", "w") as f:
         json.dump(rows, f, indent=1)
-    print(f"\n{'config':30s} {'group':16s} {'n':>3s} {'within':>6s} {'min':>6s} {'median':>6s}"
-          f" {'max':>6s} {'min rel.err':>11s}")
+    print(
+        f"\n{'config':30s} {'group':16s} {'n':>3s} {'within':>6s} {'min':>6s} {'median':>6s}"
+        f" {'max':>6s} {'min rel.err':>11s}"
+    )
     for name, _ in configs:
         for kind in ("fused_loo", "probes", "probes (all methods)"):
             if kind.startswith("probes ("):
@@ -107,13 +127,17 @@ def main():
                 continue
             within = np.mean((ratio >= 0.5) & (ratio <= 2))
             rel = min(r["relative_true_error"] for r in sel)
-            print(f"{name:30s} {kind:16s} {len(sel):3d} {within:6.3f} {ratio.min():6.3f} "
-                  f"{np.median(ratio):6.3f} {ratio.max():6.3f} {rel:11.2e}")
+            print(
+                f"{name:30s} {kind:16s} {len(sel):3d} {within:6.3f} {ratio.min():6.3f} "
+                f"{np.median(ratio):6.3f} {ratio.max():6.3f} {rel:11.2e}"
+            )
     ratio = np.array([r["ratio"] for r in rows])
-    print(f"\nall cells: {len(rows)}, driver estimate within [0.5, 2]: "
-          f"{np.mean((ratio >= 0.5) & (ratio <= 2)):.3f}, min {ratio.min():.3f}, "
-          f"max {ratio.max():.3f}; kinds: "
-          f"{ {k: sum(r['kind'] == k for r in rows) for k in {r['kind'] for r in rows}} }")
+    print(
+        f"\nall cells: {len(rows)}, driver estimate within [0.5, 2]: "
+        f"{np.mean((ratio >= 0.5) & (ratio <= 2)):.3f}, min {ratio.min():.3f}, "
+        f"max {ratio.max():.3f}; kinds: "
+        f"{ {k: sum(r['kind'] == k for r in rows) for k in {r['kind'] for r in rows}} }"
+    )
 
 
 if __name__ == "__main__":

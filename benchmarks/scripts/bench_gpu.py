@@ -57,11 +57,17 @@ def parse_args(argv=None):
     p.add_argument("--skip-cpu", action="store_true", help="no CPU-source passes")
     p.add_argument("--skip-torch", action="store_true", help="no torch passes")
     p.add_argument("--torch-tile", type=int, default=2048, help="rows per torch tile")
-    p.add_argument("--smoke", action="store_true",
-                   help="N = M = 130, d = 8, k = 4, 4 clusters, one run: proves the script "
-                        "runs (also under NUMBA_ENABLE_CUDASIM=1)")
-    p.add_argument("--ptx", action="store_true",
-                   help="only compile the kernels for --arch (no GPU needed) and report")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="N = M = 130, d = 8, k = 4, 4 clusters, one run: proves the script "
+        "runs (also under NUMBA_ENABLE_CUDASIM=1)",
+    )
+    p.add_argument(
+        "--ptx",
+        action="store_true",
+        help="only compile the kernels for --arch (no GPU needed) and report",
+    )
     p.add_argument("--arch", default="sm_90", help="target of --ptx (default: %(default)s)")
     p.add_argument("--out", default=None, help="write the results as JSON here")
     return p.parse_args(argv)
@@ -95,8 +101,9 @@ def problem(n, d, rank, seed=0):
 def source(X, Z, gamma, dtype, device):
     from ksvd_bench.kernels import KernelSource
 
-    return KernelSource.from_points(X, Z, "sne", gamma=gamma, center=False, dtype=dtype,
-                                    device=device)
+    return KernelSource.from_points(
+        X, Z, "sne", gamma=gamma, center=False, dtype=dtype, device=device
+    )
 
 
 def run_passes(make, Om, Ps, repeat):
@@ -129,11 +136,11 @@ def gpu_section(X, Z, gamma, Om, Ps, repeat):
     small.matmat(Om[:w])
     res["compile_s"] = time.perf_counter() - t0
     free0 = None if sim else cuda.current_context().get_memory_info()[0]
-    times, src, Y, Ys = run_passes(lambda: source(X, Z, gamma, np.float32, "cuda"), Om, Ps,
-                                   repeat)
+    times, src, Y, Ys = run_passes(lambda: source(X, Z, gamma, np.float32, "cuda"), Om, Ps, repeat)
     if free0 is not None:
-        res["gpu_memory_bytes_after_sketch"] = int(free0 - cuda.current_context()
-                                                   .get_memory_info()[0])
+        res["gpu_memory_bytes_after_sketch"] = int(
+            free0 - cuda.current_context().get_memory_info()[0]
+        )
     res["times"] = times
     # the transfers inside a pass: operand in (storage dtype), float64 result out
     t_in, dOm = median_seconds(lambda: cuda.to_device(Om.astype(np.float32)), repeat)
@@ -151,8 +158,7 @@ def cpu_section(X, Z, gamma, Om, Ps, repeat):
     w = min(200, X.shape[0] // 4)
     src = source(X[:w], Z[:w], gamma, np.float32, "cpu")  # compile (cached) outside the timing
     src.sketch(Om[:w], Ps[:w])
-    times, _, Y, _ = run_passes(lambda: source(X, Z, gamma, np.float32, "cpu"), Om, Ps,
-                                repeat)
+    times, _, Y, _ = run_passes(lambda: source(X, Z, gamma, np.float32, "cpu"), Om, Ps, repeat)
     return {"threads": numba.get_num_threads(), "times": times}, Y
 
 
@@ -171,7 +177,7 @@ def torch_section(X, Z, gamma, shift, scale, Om, tile, repeat):
     zz = (Zt * Zt).sum(1)
     sh = torch.as_tensor(shift, device=dev, dtype=torch.float32)
     sc = torch.as_tensor(scale, device=dev, dtype=torch.float32)
-    g = 1.0 / gamma ** 2
+    g = 1.0 / gamma**2
 
     def matmat():
         O = torch.as_tensor(Om.astype(np.float32), device=dev)
@@ -213,14 +219,18 @@ def ptx_report(arch):
         raise SystemExit(f"--ptx: {exc}") from None
     lines = []
     for r in rows:
-        lines.append(f"{r['name']:13s} {r['dtype']:7s} cy={r['cy']}  registers "
-                     f"{r['registers']}, spill stores {r['spill_stores']} B, spill loads "
-                     f"{r['spill_loads']} B, stack {r['stack_bytes']} B, shared "
-                     f"{r['shared_bytes']} B")
+        lines.append(
+            f"{r['name']:13s} {r['dtype']:7s} cy={r['cy']}  registers "
+            f"{r['registers']}, spill stores {r['spill_stores']} B, spill loads "
+            f"{r['spill_loads']} B, stack {r['stack_bytes']} B, shared "
+            f"{r['shared_bytes']} B"
+        )
         print(lines[-1], flush=True)
     spills = sum(1 for r in rows if r["spill_stores"] or r["spill_loads"])
-    print(f"{len(rows)} variants for {arch} ({rows[0]['assembler']}): {spills} spill, most "
-          f"registers {max(r['registers'] for r in rows)}")
+    print(
+        f"{len(rows)} variants for {arch} ({rows[0]['assembler']}): {spills} spill, most "
+        f"registers {max(r['registers'] for r in rows)}"
+    )
     return lines
 
 
@@ -240,13 +250,19 @@ def main(argv=None):
     X, Z, gamma, rng = problem(n, d, rank)
     Om = rng.standard_normal((n, k))
     Ps = rng.standard_normal((n, k))
-    print(f"N = M = {n}, d = {d}, k = {k}, SNE uncentred, float32 storage, gamma = "
-          f"{gamma:.4g}; {platform.node()}, {os.cpu_count()} CPUs", flush=True)
+    print(
+        f"N = M = {n}, d = {d}, k = {k}, SNE uncentred, float32 storage, gamma = "
+        f"{gamma:.4g}; {platform.node()}, {os.cpu_count()} CPUs",
+        flush=True,
+    )
 
     gpu, Yg, Ygs = gpu_section(X, Z, gamma, Om, Ps, args.repeat)
     sim = gpu["simulator"]
-    print(f"GPU: {'Numba CUDA simulator (timings meaningless)' if sim else gpu['device']}; "
-          f"first compile {gpu['compile_s']:.1f} s", flush=True)
+    print(
+        f"GPU: {'Numba CUDA simulator (timings meaningless)' if sim else gpu['device']}; "
+        f"first compile {gpu['compile_s']:.1f} s",
+        flush=True,
+    )
     ref = reference(X, Z, gamma, Om, on_gpu=not args.smoke and not sim)
     errors = {"gpu_matmat": rel_error(Yg, ref), "gpu_sketch_y": rel_error(Ygs, ref)}
 
@@ -256,8 +272,9 @@ def main(argv=None):
         errors["cpu_matmat"] = rel_error(Yc, ref)
     tch = None
     if not args.skip_torch and not sim:
-        tch, Yt = torch_section(X, Z, gamma, gpu["shift"], gpu["scale"], Om, args.torch_tile,
-                                args.repeat)
+        tch, Yt = torch_section(
+            X, Z, gamma, gpu["shift"], gpu["scale"], Om, args.torch_tile, args.repeat
+        )
         if tch is not None:
             errors.update({f"torch_{name}": rel_error(Y, ref) for name, Y in Yt.items()})
 
@@ -275,25 +292,35 @@ def main(argv=None):
             line += f" {tch['fp32']:10.4f} {tch['tf32']:8.4f} {tch['fp32'] / g:8.2f}"
         print(line)
     tr = gpu["transfer_s"]
-    print(f"transfers inside a GPU pass: operand in {tr['operand_in']:.4f} s, float64 result "
-          f"out {tr['result_out']:.4f} s")
+    print(
+        f"transfers inside a GPU pass: operand in {tr['operand_in']:.4f} s, float64 result "
+        f"out {tr['result_out']:.4f} s"
+    )
     print(f"sketch / matmat on the GPU: {gpu['times']['sketch'] / gpu['times']['matmat']:.2f}")
     if "gpu_memory_bytes_after_sketch" in gpu:
-        print(f"GPU memory held after the passes: "
-              f"{gpu['gpu_memory_bytes_after_sketch'] / 2**30:.2f} GiB")
-    print("float32 error of G @ Omega vs float64 (max |Y - Y64| / max |Y64|): "
-          + ", ".join(f"{name} {e:.2e}" for name, e in errors.items()))
-    print("\nEnd to end (top-20, clustered family; part b's default methods), on the GPU "
-          "machine:")
+        print(
+            f"GPU memory held after the passes: "
+            f"{gpu['gpu_memory_bytes_after_sketch'] / 2**30:.2f} GiB"
+        )
+    print(
+        "float32 error of G @ Omega vs float64 (max |Y - Y64| / max |Y64|): "
+        + ", ".join(f"{name} {e:.2e}" for name, e in errors.items())
+    )
+    print("\nEnd to end (top-20, clustered family; part b's default methods), on the GPU machine:")
     for size in (100_000, 1_000_000):
-        print(f"  ksvd-bench scale --part b --device cuda --dtype float32 --sizes {size} "
-              f"--out results/scale_gpu" + (" --merge" if size > 100_000 else ""))
+        print(
+            f"  ksvd-bench scale --part b --device cuda --dtype float32 --sizes {size} "
+            f"--out results/scale_gpu" + (" --merge" if size > 100_000 else "")
+        )
     if args.out:
         gpu.pop("shift")
         gpu.pop("scale")
         with open(args.out, "w") as f:
-            json.dump({"n": n, "d": d, "k": k, "gpu": gpu, "cpu": cpu, "torch": tch,
-                       "errors": errors}, f, indent=1)
+            json.dump(
+                {"n": n, "d": d, "k": k, "gpu": gpu, "cpu": cpu, "torch": tch, "errors": errors},
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

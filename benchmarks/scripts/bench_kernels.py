@@ -119,25 +119,39 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=8000, help="N of the dense case (a)")
     parser.add_argument("--dim", type=int, default=64, help="d of the dense case (a)")
-    parser.add_argument("--pubmed-nodes", type=int, default=None,
-                        help="use only the first n PubMed nodes in case (b) (default: all)")
+    parser.add_argument(
+        "--pubmed-nodes",
+        type=int,
+        default=None,
+        help="use only the first n PubMed nodes in case (b) (default: all)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes (N=1500, PubMed restricted to 3000 nodes), 3 repeats")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes (N=1500, PubMed restricted to 3000 nodes), 3 repeats",
+    )
     parser.add_argument("--skip-dense", action="store_true")
     parser.add_argument("--skip-pubmed", action="store_true")
-    parser.add_argument("--pubmed-numpy", action="store_true",
-                        help="also time the numpy reference on (b) (needs ~4 N^2 * 8 bytes); "
-                             "without it, 64 sampled rows are checked against the reference")
+    parser.add_argument(
+        "--pubmed-numpy",
+        action="store_true",
+        help="also time the numpy reference on (b) (needs ~4 N^2 * 8 bytes); "
+        "without it, 64 sampled rows are checked against the reference",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.size = min(args.size, 1500)
         args.pubmed_nodes = args.pubmed_nodes or 3000
     using_svml, llvm_svml, svml_version = svml_status()
-    print(f"python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}"
-          f", threading layer threads={numba.get_num_threads()}, cpus={os.cpu_count()}")
-    print(f"SVML active (numba.config.USING_SVML): {using_svml}; llvmlite built with SVML: "
-          f"{llvm_svml}; intel-cmplr-lib-rt: {svml_version or 'not installed'}")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}"
+        f", threading layer threads={numba.get_num_threads()}, cpus={os.cpu_count()}"
+    )
+    print(
+        f"SVML active (numba.config.USING_SVML): {using_svml}; llvmlite built with SVML: "
+        f"{llvm_svml}; intel-cmplr-lib-rt: {svml_version or 'not installed'}"
+    )
     print("(kernel_matrix does not rely on SVML: its exp is a vectorisable polynomial kernel)")
 
     rng = np.random.default_rng(0)
@@ -154,8 +168,13 @@ def main(argv=None):
         Z = rng.standard_normal((n, d))  # asymmetric: no symmetric (SYRK) shortcut
         gamma = float(np.sqrt(2.0 * d))  # distances of order 2d: a non-degenerate SNE
         (t_nb, t_np, t_w), G = timed(
-            [lambda: kernel_matrix(X, Z, "sne", gamma=gamma), lambda: numpy_sne(X, Z, gamma),
-             lambda: write_array(n, n)], args.repeats)
+            [
+                lambda: kernel_matrix(X, Z, "sne", gamma=gamma),
+                lambda: numpy_sne(X, Z, gamma),
+                lambda: write_array(n, n),
+            ],
+            args.repeats,
+        )
         err = float(np.abs(G - numpy_sne(X, Z, gamma)).max())
         del G
         rows.append((f"(a) dense {n}x{n}, d={d}", t_nb, t_np, t_w, err))
@@ -182,15 +201,19 @@ def main(argv=None):
         del G
         rows.append((f"(b) PubMed {n}x{n}, nnz={A.nnz}", t_nb, t_np, t_w, err))
 
-    header = (f"{'case':34s} {'kernel_matrix s':>15s} {'numpy s':>9s} {'write NxN s':>11s} "
-              f"{'numpy/kernel':>12s} {'kernel/write':>12s} {'max|diff|':>9s}")
+    header = (
+        f"{'case':34s} {'kernel_matrix s':>15s} {'numpy s':>9s} {'write NxN s':>11s} "
+        f"{'numpy/kernel':>12s} {'kernel/write':>12s} {'max|diff|':>9s}"
+    )
     print()
     print(f"SNE kernel_matrix, median of {args.repeats}")
     print(header)
     print("-" * len(header))
     for name, t_nb, t_np, t_w, err in rows:
-        print(f"{name:34s} {t_nb:15.3f} {t_np:9.3f} {t_w:11.3f} {t_np / t_nb:12.2f} "
-              f"{t_nb / t_w:12.2f} {err:9.1e}")
+        print(
+            f"{name:34s} {t_nb:15.3f} {t_np:9.3f} {t_w:11.3f} {t_np / t_nb:12.2f} "
+            f"{t_nb / t_w:12.2f} {err:9.1e}"
+        )
     print("\ntargets: (a) numpy/kernel >= 3; (b) kernel/write <= 1.5")
 
 

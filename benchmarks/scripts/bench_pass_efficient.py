@@ -55,8 +55,10 @@ def accuracy_per_pass(N, M, r, q_max):
     print(f"{'method':22s} {'passes':>6s} {'spectral':>9s} {'frobenius':>9s} {'per-vec':>9s}")
     rows = [("generalized_nystrom", {"n_oversamples": 10})]
     for q in range(q_max + 1):
-        rows += [("rsvd", {"n_oversamples": 10, "n_iter": q}),
-                 ("block_krylov", {"n_oversamples": 10, "n_iter": q})]
+        rows += [
+            ("rsvd", {"n_oversamples": 10, "n_iter": q}),
+            ("block_krylov", {"n_oversamples": 10, "n_iter": q}),
+        ]
     for method, opts in rows:
         res = solvers.svd(G, r, method=method, random_state=1, **opts)
         e = errors(G, s, res, r)

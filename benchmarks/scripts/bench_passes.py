@@ -85,9 +85,11 @@ def blas_ratios(raw, entries):
     out = {}
     for name in BLAS_OF:
         p, b = np.asarray(raw[name]), np.asarray(raw["blas_" + name])
-        out[name] = {"ns_per_entry": 1e9 * float(np.median(p)) / entries,
-                     "blas_ns_per_entry": 1e9 * float(np.median(b)) / entries,
-                     "ratio": float(np.median(p / b))}
+        out[name] = {
+            "ns_per_entry": 1e9 * float(np.median(p)) / entries,
+            "blas_ns_per_entry": 1e9 * float(np.median(b)) / entries,
+            "ratio": float(np.median(p / b)),
+        }
     return out
 
 
@@ -121,18 +123,26 @@ def bench_main(n, d, k, repeats, dtype="float64"):
     fns = {}
     for name, fn in passes.items():  # each pass right after its BLAS work, in every round
         if name in BLAS_OF:
-            fns["blas_" + name] = (lambda w=BLAS_OF[name]:
-                                   blas_work(w, Xd, Zd, Omega=Om_d, Psi=Psi_d))
+            fns["blas_" + name] = lambda w=BLAS_OF[name]: blas_work(
+                w, Xd, Zd, Omega=Om_d, Psi=Psi_d
+            )
         fns[name] = fn
     for fn in fns.values():  # warm-up: compile/cache load and first-touch page faults
         fn()
     med, med_cpu, raw, raw_cpu = median_times(fns, repeats)
     return {
-        "n": n, "d": d, "k": k, "dtype": dtype, "repeats": repeats, "median_s": med,
-        "all_s": raw, "median_cpu_s": med_cpu,
+        "n": n,
+        "d": d,
+        "k": k,
+        "dtype": dtype,
+        "repeats": repeats,
+        "median_s": med,
+        "all_s": raw,
+        "median_cpu_s": med_cpu,
         "ratios": {name: med[name] / med["kernel_matrix"] for name in passes},
         "cpu_ratios": {name: med_cpu[name] / med_cpu["kernel_matrix"] for name in passes},
-        "blas": blas_ratios(raw, n * n), "blas_cpu": blas_ratios(raw_cpu, n * n),
+        "blas": blas_ratios(raw, n * n),
+        "blas_cpu": blas_ratios(raw_cpu, n * n),
         "accuracy": check_accuracy(S, X, Z, gamma, Omega, Psi),
         "tiles": [S.chunk_rows, S.chunk_cols],
     }
@@ -153,8 +163,15 @@ def bench_large(n, d, k, dtype="float64"):
     t0 = time.perf_counter()
     S.sketch(Omega, Psi)
     t_sketch = time.perf_counter() - t0
-    out = {"n": n, "d": d, "k": k, "dtype": dtype, "setup_s": t_setup, "matmat_s": t_matmat,
-           "sketch_s": t_sketch}
+    out = {
+        "n": n,
+        "d": d,
+        "k": k,
+        "dtype": dtype,
+        "setup_s": t_setup,
+        "matmat_s": t_matmat,
+        "sketch_s": t_sketch,
+    }
     for name, t in (("setup", t_setup), ("matmat", t_matmat), ("sketch", t_sketch)):
         out[name] = entry_rates(t, n * n, blas_ns_per_entry(n, n, d, k, dtype, name=name))
     return out
@@ -162,29 +179,51 @@ def bench_large(n, d, k, dtype="float64"):
 
 def machine():
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"python": platform.python_version(), "numpy": np.__version__,
-            "numba": numba.__version__, "numba_threads": numba.get_num_threads(),
-            "cpus": os.cpu_count(), "load_avg": load, "machine": platform.machine()}
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "numba_threads": numba.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "load_avg": load,
+        "machine": platform.machine(),
+    }
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=12000, help="N = M of the main case")
     parser.add_argument("--dim", type=int, default=64, help="d")
-    parser.add_argument("--cols", type=int, default=40,
-                        help="columns of Omega and of Psi (sketch uses both)")
+    parser.add_argument(
+        "--cols", type=int, default=40, help="columns of Omega and of Psi (sketch uses both)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
-                        help="storage dtype of the source (and of the BLAS baseline)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="Numba and BLAS threads (default: Numba's count)")
+    parser.add_argument(
+        "--dtype",
+        choices=("float64", "float32"),
+        default="float64",
+        help="storage dtype of the source (and of the BLAS baseline)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="Numba and BLAS threads (default: Numba's count)"
+    )
     parser.add_argument("--quick", action="store_true", help="N = 2000, 3 repeats")
-    parser.add_argument("--large", type=int, default=None, metavar="N",
-                        help="also time one set-up/matmat/sketch at N = M = this")
-    parser.add_argument("--tile-rows", type=int, default=None,
-                        help="override the tile rows (tuning; default: the library's)")
-    parser.add_argument("--tile-cols", type=int, default=None,
-                        help="override the largest tile columns (tuning)")
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also time one set-up/matmat/sketch at N = M = this",
+    )
+    parser.add_argument(
+        "--tile-rows",
+        type=int,
+        default=None,
+        help="override the tile rows (tuning; default: the library's)",
+    )
+    parser.add_argument(
+        "--tile-cols", type=int, default=None, help="override the largest tile columns (tuning)"
+    )
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args(argv)
     for name in ("size", "dim", "cols", "repeats"):
@@ -205,48 +244,70 @@ def main(argv=None):
 
     with solver_threads(args.threads) as threads:
         info = machine()
-        print(f"python {info['python']}, numpy {info['numpy']}, numba {info['numba']}, "
-              f"Numba and BLAS threads {threads}, cpus {info['cpus']}, "
-              f"load average {info['load_avg']}")
-        result = {"machine": info, "main": bench_main(args.size, args.dim, args.cols,
-                                                      args.repeats, args.dtype)}
+        print(
+            f"python {info['python']}, numpy {info['numpy']}, numba {info['numba']}, "
+            f"Numba and BLAS threads {threads}, cpus {info['cpus']}, "
+            f"load average {info['load_avg']}"
+        )
+        result = {
+            "machine": info,
+            "main": bench_main(args.size, args.dim, args.cols, args.repeats, args.dtype),
+        }
     main_ = result["main"]
-    print(f"\nSNE, {args.dtype}, N = M = {args.size}, d = {args.dim}, {args.cols} columns "
-          f"(sketch: {args.cols} + {args.cols}), tiles {main_['tiles']}, median of "
-          f"{args.repeats} interleaved rounds")
+    print(
+        f"\nSNE, {args.dtype}, N = M = {args.size}, d = {args.dim}, {args.cols} columns "
+        f"(sketch: {args.cols} + {args.cols}), tiles {main_['tiles']}, median of "
+        f"{args.repeats} interleaved rounds"
+    )
     ratio = "/ kernel_matrix"
-    print(f"{'':16s} {'wall s':>9s} {ratio:>16s} {'CPU s':>9s} {ratio:>16s} "
-          f"{'ns/entry':>9s} {'BLAS ns/entry':>14s} {'/ BLAS':>7s} {'CPU / BLAS':>11s}")
+    print(
+        f"{'':16s} {'wall s':>9s} {ratio:>16s} {'CPU s':>9s} {ratio:>16s} "
+        f"{'ns/entry':>9s} {'BLAS ns/entry':>14s} {'/ BLAS':>7s} {'CPU / BLAS':>11s}"
+    )
     for name in main_["ratios"]:
-        line = (f"{name:16s} {main_['median_s'][name]:9.3f} {main_['ratios'][name]:16.2f} "
-                f"{main_['median_cpu_s'][name]:9.3f} {main_['cpu_ratios'][name]:16.2f}")
+        line = (
+            f"{name:16s} {main_['median_s'][name]:9.3f} {main_['ratios'][name]:16.2f} "
+            f"{main_['median_cpu_s'][name]:9.3f} {main_['cpu_ratios'][name]:16.2f}"
+        )
         if name in main_["blas"]:
             b, c = main_["blas"][name], main_["blas_cpu"][name]
-            line += (f" {b['ns_per_entry']:9.2f} {b['blas_ns_per_entry']:14.2f} "
-                     f"{b['ratio']:6.2f}x {c['ratio']:10.2f}x")
+            line += (
+                f" {b['ns_per_entry']:9.2f} {b['blas_ns_per_entry']:14.2f} "
+                f"{b['ratio']:6.2f}x {c['ratio']:10.2f}x"
+            )
         print(line)
-    print("/ BLAS: median over the rounds of pass / BLAS doing the pass's products (X Z^T, "
-          "then times Omega and/or Psi; set-up: X Z^T alone) at the same shape, dtype and "
-          "threads")
+    print(
+        "/ BLAS: median over the rounds of pass / BLAS doing the pass's products (X Z^T, "
+        "then times Omega and/or Psi; set-up: X Z^T alone) at the same shape, dtype and "
+        "threads"
+    )
     print(f"max |error| on sampled rows/cols: {main_['accuracy']}")
     ok_m = main_["ratios"]["matmat"] <= 1.0
     ok_s = main_["ratios"]["sketch"] <= 1.3
-    print(f"targets (wall): matmat <= 1.0x ({'met' if ok_m else 'MISSED'}), "
-          f"sketch <= 1.3x ({'met' if ok_s else 'MISSED'})")
+    print(
+        f"targets (wall): matmat <= 1.0x ({'met' if ok_m else 'MISSED'}), "
+        f"sketch <= 1.3x ({'met' if ok_s else 'MISSED'})"
+    )
     target = BLAS_TARGETS[args.dtype]
     worst = max(main_["blas"][p]["ratio"] for p in ("matmat", "rmatmat", "sketch"))
-    print(f"roofline target ({args.dtype}, wall): matmat, rmatmat and sketch <= {target}x "
-          f"BLAS ({'met' if worst <= target else 'MISSED'}: worst {worst:.2f}x)")
+    print(
+        f"roofline target ({args.dtype}, wall): matmat, rmatmat and sketch <= {target}x "
+        f"BLAS ({'met' if worst <= target else 'MISSED'}: worst {worst:.2f}x)"
+    )
     if args.large:
         with solver_threads(args.threads):
             large = bench_large(args.large, args.dim, args.cols, args.dtype)
         result["large"] = large
-        print(f"\nN = M = {args.large}: set-up {large['setup_s']:.2f} s, one matmat "
-              f"{large['matmat_s']:.2f} s, one sketch {large['sketch_s']:.2f} s")
+        print(
+            f"\nN = M = {args.large}: set-up {large['setup_s']:.2f} s, one matmat "
+            f"{large['matmat_s']:.2f} s, one sketch {large['sketch_s']:.2f} s"
+        )
         for name in ("setup", "matmat", "sketch"):
             r = large[name]
-            print(f"  {name:7s} {r['ns_per_entry']:8.2f} ns/entry, BLAS "
-                  f"{r['blas_ns_per_entry']:8.2f} ns/entry, pass / BLAS {r['blas_ratio']:.2f}x")
+            print(
+                f"  {name:7s} {r['ns_per_entry']:8.2f} ns/entry, BLAS "
+                f"{r['blas_ns_per_entry']:8.2f} ns/entry, pass / BLAS {r['blas_ratio']:.2f}x"
+            )
     if args.out:
         tmp = Path(args.out).with_suffix(".tmp")
         tmp.write_text(json.dumps(result, indent=2))

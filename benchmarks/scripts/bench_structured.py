@@ -115,8 +115,12 @@ def scipy_structured_svds(A, gamma, rank, *, seed=0):
     def rmv(y):
         y = np.asarray(y).reshape(n, -1)
         ay = a[:, None] * y
-        return np.outer(b, ay.sum(axis=0)) + Sb_t @ ay - np.outer(mu_c, y.sum(axis=0)) \
+        return (
+            np.outer(b, ay.sum(axis=0))
+            + Sb_t @ ay
+            - np.outer(mu_c, y.sum(axis=0))
             - (shift @ y)[None, :]
+        )
 
     op = LinearOperator((n, m), matvec=mv, rmatvec=rmv, matmat=mv, rmatmat=rmv, dtype=float)
     U, s, Vt = svds(op, k=rank, tol=0, random_state=np.random.default_rng(seed))
@@ -175,8 +179,10 @@ def bench_exact_path(rank=20, repeats=5, seed=0):
     res, ref = runs["public"][-1][2], runs["scipy"][-1][2]
     val, vec = _agreement(res.U, res.s, res.V, ref)
     rows = []
-    for name, label in (("public", 'solvers.svd(source, method="tsvd")'),
-                        ("scipy", "scipy LinearOperator + svds")):
+    for name, label in (
+        ("public", 'solvers.svd(source, method="tsvd")'),
+        ("scipy", "scipy LinearOperator + svds"),
+    ):
         wall = statistics.median(r[0] for r in runs[name])
         cpu = statistics.median(r[1] for r in runs[name])
         rows.append({"method": label, "seconds": wall, "cpu_seconds": cpu})
@@ -184,9 +190,13 @@ def bench_exact_path(rank=20, repeats=5, seed=0):
         row["speedup_vs_scipy"] = rows[1]["seconds"] / row["seconds"]
         row["cpu_speedup_vs_scipy"] = rows[1]["cpu_seconds"] / row["cpu_seconds"]
     info = res.info
-    rows[0].update(val_err=val, vec_err=vec, exact_path=info.get("exact_path"),
-                   n_passes=info.get("n_passes"),
-                   core="x".join(map(str, info.get("source_info", {}).get("core_shape", ()))))
+    rows[0].update(
+        val_err=val,
+        vec_err=vec,
+        exact_path=info.get("exact_path"),
+        n_passes=info.get("n_passes"),
+        core="x".join(map(str, info.get("source_info", {}).get("core_shape", ()))),
+    )
     return rows, gamma
 
 
@@ -214,10 +224,15 @@ def bench_scale(n, rank=20, center=True, baseline=False, seed=0):
     row["build_s"] = time.perf_counter() - t0
     row["nnz"] = int(getattr(source, "nnz", 0))
     wall, cpu, res = _timed_pair(
-        lambda: solvers.svd(source, rank, method="tsvd", random_state=seed))
-    row.update(seconds=wall, cpu_seconds=cpu, exact_path=res.info.get("exact_path"),
-               n_passes=res.info.get("n_passes"),
-               compressed=res.info.get("source_info", {}).get("compressed"))
+        lambda: solvers.svd(source, rank, method="tsvd", random_state=seed)
+    )
+    row.update(
+        seconds=wall,
+        cpu_seconds=cpu,
+        exact_path=res.info.get("exact_path"),
+        n_passes=res.info.get("n_passes"),
+        compressed=res.info.get("source_info", {}).get("compressed"),
+    )
     U, s, V = res
     row["res_Gv"] = float(np.linalg.norm(source.matmat(V) - U * s, axis=0).max() / s[0])
     row["res_GTu"] = float(np.linalg.norm(source.rmatmat(U) - V * s, axis=0).max() / s[0])
@@ -225,10 +240,15 @@ def bench_scale(n, rank=20, center=True, baseline=False, seed=0):
     if baseline:
         op = source.aslinearoperator()
         wall, cpu, ref = _timed_pair(
-            lambda: solvers.svd(op, rank, method="tsvd", random_state=seed))
-        row.update(baseline_s=wall, baseline_cpu_s=cpu, speedup=wall / row["seconds"],
-                   baseline_passes=ref.info.get("n_passes"),
-                   val_err=float(np.max(np.abs(ref.s - s)) / s[0]))
+            lambda: solvers.svd(op, rank, method="tsvd", random_state=seed)
+        )
+        row.update(
+            baseline_s=wall,
+            baseline_cpu_s=cpu,
+            speedup=wall / row["seconds"],
+            baseline_passes=ref.info.get("n_passes"),
+            val_err=float(np.max(np.abs(ref.s - s)) / s[0]),
+        )
     return row
 
 
@@ -256,8 +276,9 @@ def _timed(fn, repeats):
 def _agreement(U, s, V, ref):
     Ur, sr, Vr = ref
     val = float(np.max(np.abs(s - sr) / sr))
-    vec = float(max(np.max(1 - np.abs(np.sum(U * Ur, axis=0))),
-                    np.max(1 - np.abs(np.sum(V * Vr, axis=0)))))
+    vec = float(
+        max(np.max(1 - np.abs(np.sum(U * Ur, axis=0))), np.max(1 - np.abs(np.sum(V * Vr, axis=0))))
+    )
     return val, vec
 
 
@@ -299,49 +320,99 @@ def bench_graph(name, rank, repeats, dense_mode, seed=0):
 
     def row(method, seconds, U, s, V, **extra):
         val, vec = _agreement(U, s, V, ref)
-        out = {"dataset": name, "N": n, "method": method, "seconds": seconds,
-               "speedup_vs_scipy": t_scipy / seconds, "val_err": val, "vec_err": vec,
-               "vs": ref_name}
+        out = {
+            "dataset": name,
+            "N": n,
+            "method": method,
+            "seconds": seconds,
+            "speedup_vs_scipy": t_scipy / seconds,
+            "val_err": val,
+            "vec_err": vec,
+            "vs": ref_name,
+        }
         if run_dense:
             out["speedup_vs_dense"] = (t_dense_build + t_dense_solve) / seconds
         out.update(extra)
         return out
 
-    rows.append(row("structured", total, res.U, res.s, res.V, build=build, solve=solve,
-                    core=f"{res.info['core_shape'][0]}x{res.info['core_shape'][1]}",
-                    jit_first_call=warm))
+    rows.append(
+        row(
+            "structured",
+            total,
+            res.U,
+            res.s,
+            res.V,
+            build=build,
+            solve=solve,
+            core=f"{res.info['core_shape'][0]}x{res.info['core_shape'][1]}",
+            jit_first_call=warm,
+        )
+    )
     rows.append(row("solvers.svd tsvd", t_arp, res_arp.U, res_arp.s, res_arp.V))
     rows.append(row("scipy LinearOperator+svds", t_scipy, *ref_scipy))
     if run_dense:
-        rows.append(row("dense G + svds", t_dense_build + t_dense_solve, *ref,
-                        build=t_dense_build, solve=t_dense_solve))
+        rows.append(
+            row(
+                "dense G + svds",
+                t_dense_build + t_dense_solve,
+                *ref,
+                build=t_dense_build,
+                solve=t_dense_solve,
+            )
+        )
     return rows, gamma
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=["cora", "citeseer", "pubmed"],
-                        choices=sorted(FACTORS))
+    parser.add_argument(
+        "--datasets", nargs="+", default=["cora", "citeseer", "pubmed"], choices=sorted(FACTORS)
+    )
     parser.add_argument("--rank", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed runs (default 3; 5 for --exact-path)")
-    parser.add_argument("--dense", choices=["auto", "always", "never"], default="auto",
-                        help=f"dense G + ARPACK baseline: auto = only when N <= "
-                             f"{DENSE_AUTO_MAX_N}; always includes PubMed (3.1 GB, ~15 s)")
-    parser.add_argument("--blas-threads", type=int, default=None,
-                        help="limit BLAS threads for every method (threadpoolctl); on a "
-                             "loaded machine 1 keeps ARPACK's BLAS from fighting for cores")
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="timed runs (default 3; 5 for --exact-path)"
+    )
+    parser.add_argument(
+        "--dense",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help=f"dense G + ARPACK baseline: auto = only when N <= "
+        f"{DENSE_AUTO_MAX_N}; always includes PubMed (3.1 GB, ~15 s)",
+    )
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        default=None,
+        help="limit BLAS threads for every method (threadpoolctl); on a "
+        "loaded machine 1 keeps ARPACK's BLAS from fighting for cores",
+    )
     parser.add_argument("--json", default=None, help="write the rows and machine info here")
-    parser.add_argument("--exact-path", action="store_true",
-                        help="only the public tsvd path on PubMed vs scipy (issue 11 item 2); "
-                             "BLAS at 1 thread, --repeats defaults to 5")
-    parser.add_argument("--scale", nargs="+", type=float, default=None, metavar="N",
-                        help="only the exact top-r of synthetic graphs of these sizes "
-                             "(issue 9 target (a)), e.g. --scale 2e5 1e6")
-    parser.add_argument("--baseline", action="store_true",
-                        help="with --scale: also ARPACK through a plain LinearOperator")
-    parser.add_argument("--no-center", dest="center", action="store_false",
-                        help="with --scale: uncentred SNE (default centred)")
+    parser.add_argument(
+        "--exact-path",
+        action="store_true",
+        help="only the public tsvd path on PubMed vs scipy (issue 11 item 2); "
+        "BLAS at 1 thread, --repeats defaults to 5",
+    )
+    parser.add_argument(
+        "--scale",
+        nargs="+",
+        type=float,
+        default=None,
+        metavar="N",
+        help="only the exact top-r of synthetic graphs of these sizes "
+        "(issue 9 target (a)), e.g. --scale 2e5 1e6",
+    )
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="with --scale: also ARPACK through a plain LinearOperator",
+    )
+    parser.add_argument(
+        "--no-center",
+        dest="center",
+        action="store_false",
+        help="with --scale: uncentred SNE (default centred)",
+    )
     args = parser.parse_args(argv)
     if args.rank < 1:
         parser.error("--rank must be >= 1")
@@ -369,27 +440,55 @@ def _run_sections(args):
         repeats = args.repeats or 5
         with threadpool_limits(limits=1, user_api="blas"):
             rows, gamma = bench_exact_path(args.rank, repeats)
-        print(format_table(
-            rows, ["method", "seconds", "cpu_seconds", "speedup_vs_scipy",
-                   "cpu_speedup_vs_scipy", "val_err", "vec_err", "n_passes", "core"],
-            precision=4,
-            title=f"pubmed: SNE uncentred, gamma={gamma:.4g}, rank {args.rank}, BLAS 1 thread, "
-                  f"median of {repeats} interleaved runs (solve only; source/operator built)",
-        ))
-        print(f"ratio scipy / public: {rows[0]['speedup_vs_scipy']:.2f}x wall, "
-              f"{rows[0]['cpu_speedup_vs_scipy']:.2f}x CPU (target >= 2)")
+        print(
+            format_table(
+                rows,
+                [
+                    "method",
+                    "seconds",
+                    "cpu_seconds",
+                    "speedup_vs_scipy",
+                    "cpu_speedup_vs_scipy",
+                    "val_err",
+                    "vec_err",
+                    "n_passes",
+                    "core",
+                ],
+                precision=4,
+                title=f"pubmed: SNE uncentred, gamma={gamma:.4g}, rank {args.rank}, BLAS 1 thread, "
+                f"median of {repeats} interleaved runs (solve only; source/operator built)",
+            )
+        )
+        print(
+            f"ratio scipy / public: {rows[0]['speedup_vs_scipy']:.2f}x wall, "
+            f"{rows[0]['cpu_speedup_vs_scipy']:.2f}x CPU (target >= 2)"
+        )
         out["exact_path"] = rows
     if args.scale is not None:
         rows = []
         for n in args.scale:
             rows.append(bench_scale(int(n), args.rank, args.center, args.baseline))
-            print(format_table(
-                rows[-1:], ["N", "nnz", "build_s", "seconds", "cpu_seconds", "n_passes",
-                            "res_Gv", "res_GTu", "baseline_s", "speedup", "val_err"],
-                precision=4,
-                title=f"synthetic graph, SNE {'centred' if args.center else 'uncentred'}, "
-                      f"exact top-{args.rank} by the public tsvd path",
-            ))
+            print(
+                format_table(
+                    rows[-1:],
+                    [
+                        "N",
+                        "nnz",
+                        "build_s",
+                        "seconds",
+                        "cpu_seconds",
+                        "n_passes",
+                        "res_Gv",
+                        "res_GTu",
+                        "baseline_s",
+                        "speedup",
+                        "val_err",
+                    ],
+                    precision=4,
+                    title=f"synthetic graph, SNE {'centred' if args.center else 'uncentred'}, "
+                    f"exact top-{args.rank} by the public tsvd path",
+                )
+            )
             sys.stdout.flush()
         out["scale"] = rows
     print(f"numba threads: {numba.get_num_threads()}, python {platform.python_version()}")
@@ -404,22 +503,43 @@ def _run(args):
     for name in args.datasets:
         rows, gamma = bench_graph(name, args.rank, args.repeats, args.dense)
         all_rows += rows
-        print(format_table(
-            rows,
-            ["method", "seconds", "build", "solve", "speedup_vs_scipy", "speedup_vs_dense",
-             "val_err", "vec_err", "vs", "core"],
-            precision=4,
-            title=f"{name}: N={rows[0]['N']}, SNE centred, gamma={gamma:.4g} "
-                  f"(factor {FACTORS[name]}), rank {args.rank}",
-        ))
+        print(
+            format_table(
+                rows,
+                [
+                    "method",
+                    "seconds",
+                    "build",
+                    "solve",
+                    "speedup_vs_scipy",
+                    "speedup_vs_dense",
+                    "val_err",
+                    "vec_err",
+                    "vs",
+                    "core",
+                ],
+                precision=4,
+                title=f"{name}: N={rows[0]['N']}, SNE centred, gamma={gamma:.4g} "
+                f"(factor {FACTORS[name]}), rank {args.rank}",
+            )
+        )
         print()
         sys.stdout.flush()
-    print(f"numba threads: {numba.get_num_threads()}, BLAS threads limit: {args.blas_threads}, "
-          f"python {platform.python_version()}")
+    print(
+        f"numba threads: {numba.get_num_threads()}, BLAS threads limit: {args.blas_threads}, "
+        f"python {platform.python_version()}"
+    )
     if args.json:
-        write_json(args.json, {"rows": all_rows, "machine": machine_info(),
-                               "rank": args.rank, "repeats": args.repeats,
-                               "blas_threads": args.blas_threads})
+        write_json(
+            args.json,
+            {
+                "rows": all_rows,
+                "machine": machine_info(),
+                "rank": args.rank,
+                "repeats": args.repeats,
+                "blas_threads": args.blas_threads,
+            },
+        )
 
 
 if __name__ == "__main__":

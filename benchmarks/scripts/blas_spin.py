@@ -51,37 +51,61 @@ def child(n, threads, repeats, dtypes):
                     t0 = time.perf_counter()
                     solvers.svd(S, 20, method=method, random_state=0, **options)
                     times.append(time.perf_counter() - t0)
-                rows.append({"dtype": dtype, "method": method,
-                             "seconds": float(np.median(times[1:]))})
+                rows.append(
+                    {"dtype": dtype, "method": method, "seconds": float(np.median(times[1:]))}
+                )
     print(json.dumps(rows))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=4000, help="N = M (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=os.cpu_count(),
-                   help="Numba and BLAS threads (default: all CPUs)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count(),
+        help="Numba and BLAS threads (default: all CPUs)",
+    )
     p.add_argument("--repeats", type=int, default=5, help="timed solves (default: 5)")
     p.add_argument("--dtypes", default="float32,float64")
-    p.add_argument("--settings", default="28,20",
-                   help="OPENBLAS_THREAD_TIMEOUT values to compare (default: 28,20)")
+    p.add_argument(
+        "--settings",
+        default="28,20",
+        help="OPENBLAS_THREAD_TIMEOUT values to compare (default: 28,20)",
+    )
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     dtypes = args.dtypes.split(",")
     if args.child:
         return child(args.n, args.threads, args.repeats, dtypes)
-    print(f"top-20 solves, RBF source N = M = {args.n}, d = 64, {args.threads} threads; "
-          f"median of {args.repeats} (s)")
+    print(
+        f"top-20 solves, RBF source N = M = {args.n}, d = 64, {args.threads} threads; "
+        f"median of {args.repeats} (s)"
+    )
     print(f"{'OPENBLAS_THREAD_TIMEOUT':>23s} {'dtype':8s} {'method':13s} {'seconds':>8s}")
     for setting in args.settings.split(","):
         env = dict(os.environ, OPENBLAS_THREAD_TIMEOUT=setting)
         out = subprocess.run(
-            [sys.executable, __file__, "--child", "--n", str(args.n), "--threads",
-             str(args.threads), "--repeats", str(args.repeats), "--dtypes", args.dtypes],
-            env=env, check=True, capture_output=True, text=True).stdout
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                "--n",
+                str(args.n),
+                "--threads",
+                str(args.threads),
+                "--repeats",
+                str(args.repeats),
+                "--dtypes",
+                args.dtypes,
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         for row in json.loads(out.strip().splitlines()[-1]):
-            print(f"{setting:>23s} {row['dtype']:8s} {row['method']:13s} "
-                  f"{row['seconds']:8.3f}")
+            print(f"{setting:>23s} {row['dtype']:8s} {row['method']:13s} {row['seconds']:8.3f}")
     return 0
 
 

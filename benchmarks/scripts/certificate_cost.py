@@ -30,9 +30,14 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     U = rng.standard_normal((args.n, 30))
     V = rng.standard_normal((args.n, 30))
-    op = sla.LinearOperator((args.n, args.n), matvec=lambda x: U @ (V.T @ x),
-                            rmatvec=lambda x: V @ (U.T @ x), matmat=lambda X: U @ (V.T @ X),
-                            rmatmat=lambda X: V @ (U.T @ X), dtype=np.float64)
+    op = sla.LinearOperator(
+        (args.n, args.n),
+        matvec=lambda x: U @ (V.T @ x),
+        rmatvec=lambda x: V @ (U.T @ x),
+        matmat=lambda X: U @ (V.T @ X),
+        rmatmat=lambda X: V @ (U.T @ X),
+        dtype=np.float64,
+    )
     spent = []
     inner = rsvd_module.certify_answer
 
@@ -51,9 +56,11 @@ def main(argv=None):
             totals.append(time.perf_counter() - t)
     finally:
         rsvd_module.certify_answer = inner
-    print(f"N = {args.n}: rsvd {np.median(totals[1:]):.2f} s, of which the certificate "
-          f"{np.median(spent[1:]):.2f} s (median of {args.repeat}; reliable = "
-          f"{res.info.get('reliable')})")
+    print(
+        f"N = {args.n}: rsvd {np.median(totals[1:]):.2f} s, of which the certificate "
+        f"{np.median(spent[1:]):.2f} s (median of {args.repeat}; reliable = "
+        f"{res.info.get('reliable')})"
+    )
 
 
 if __name__ == "__main__":

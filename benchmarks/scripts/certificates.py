@@ -49,15 +49,18 @@ def families(n):
             P = make_rare_clusters(n, n, 16, n_clusters=8, n_rare=n_rare, random_state=seed)
             src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma, setup="lazy")
             return kernel_matrix(P.X, P.Z, "sne", gamma=P.gamma), src
+
         return build
 
     def coherent(seed):
-        return make_kernel_problem(n, n - n // 6, rank=20, decay="polynomial",
-                                   coherence=0.9, random_state=seed), None
+        return make_kernel_problem(
+            n, n - n // 6, rank=20, decay="polynomial", coherence=0.9, random_state=seed
+        ), None
 
     def slow(seed):
-        return make_kernel_problem(n, n - n // 6, rank=60, decay="polynomial",
-                                   decay_rate=0.5, random_state=seed), None
+        return make_kernel_problem(
+            n, n - n // 6, rank=60, decay="polynomial", decay_rate=0.5, random_state=seed
+        ), None
 
     def far(seed):
         rng = np.random.default_rng(seed)
@@ -98,12 +101,12 @@ def settings(r):
         out.append(("generalized_nystrom", {"n_oversamples": p}, f"p={p}"))
     for sampling in ("uniform", "norm"):
         for m in (2 * r, 8 * r):
-            out.append(("sym_nystrom", {"n_samples": m, "sampling": sampling},
-                        f"{sampling} m={m}"))
+            out.append(("sym_nystrom", {"n_samples": m, "sampling": sampling}, f"{sampling} m={m}"))
     for sampling in SAMPLERS:
         for m in (r, 4 * r, 12 * r):
-            out.append(("asym_nystrom", {"n_samples": m, "sampling": sampling},
-                        f"{sampling} m={m}"))
+            out.append(
+                ("asym_nystrom", {"n_samples": m, "sampling": sampling}, f"{sampling} m={m}")
+            )
     return out
 
 
@@ -146,20 +149,35 @@ def sweep_answers(fams, seeds, rows):
                         warnings.simplefilter("ignore")
                         res = solvers.svd(source, r, method=method, random_state=seed, **opts)
                 except ValueError as exc:  # a setting the source refuses
-                    rows.append({"family": name, "seed": seed, "method": method,
-                                 "setting": label, "error": str(exc)[:200]})
+                    rows.append(
+                        {
+                            "family": name,
+                            "seed": seed,
+                            "method": method,
+                            "setting": label,
+                            "error": str(exc)[:200],
+                        }
+                    )
                     continue
                 sv, sin = score(res, U, s, Vt, r)
                 cert = res.info.get("certificate") or {}
-                rows.append({"family": name, "seed": seed, "method": method, "setting": label,
-                             "sv_error": sv, "sin_theta": sin,
-                             "wrong": bool(sv > 0.1 or sin > 0.1),
-                             "reliable": bool(res.info.get("reliable", True)),
-                             "n_passes": float(res.info["n_passes"]),
-                             "check_passes": int(res.info.get("check_passes", 0)),
-                             "sin_theta_bound": cert.get("sin_theta_bound"),
-                             "sv_error_bound": cert.get("sv_error_bound"),
-                             "failed": cert.get("failed")})
+                rows.append(
+                    {
+                        "family": name,
+                        "seed": seed,
+                        "method": method,
+                        "setting": label,
+                        "sv_error": sv,
+                        "sin_theta": sin,
+                        "wrong": bool(sv > 0.1 or sin > 0.1),
+                        "reliable": bool(res.info.get("reliable", True)),
+                        "n_passes": float(res.info["n_passes"]),
+                        "check_passes": int(res.info.get("check_passes", 0)),
+                        "sin_theta_bound": cert.get("sin_theta_bound"),
+                        "sv_error_bound": cert.get("sv_error_bound"),
+                        "failed": cert.get("failed"),
+                    }
+                )
         print(f"  {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
 
 
@@ -172,8 +190,9 @@ def sweep_estimate(fams, seeds, eps_list, runs):
                 for eps in eps_list:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        out = solve_to_tolerance(G, r, method, eps, stop="estimate",
-                                                 random_state=seed)
+                        out = solve_to_tolerance(
+                            G, r, method, eps, stop="estimate", random_state=seed
+                        )
                         true = relative_lowrank(G, out.result.U, fro)
                         oracle = None
                         for h in out.history:  # the same schedule, scored exactly
@@ -185,10 +204,19 @@ def sweep_estimate(fams, seeds, eps_list, runs):
                             if relative_lowrank(G, res.U, fro) <= eps:
                                 oracle = e
                                 break
-                    runs.append({"family": name, "seed": seed, "method": method, "eps": eps,
-                                 "converged": bool(out.converged), "effort": int(out.effort),
-                                 "oracle_effort": oracle, "true_error": true,
-                                 "estimate": float(out.relative_error_estimate)})
+                    runs.append(
+                        {
+                            "family": name,
+                            "seed": seed,
+                            "method": method,
+                            "eps": eps,
+                            "converged": bool(out.converged),
+                            "effort": int(out.effort),
+                            "oracle_effort": oracle,
+                            "true_error": true,
+                            "estimate": float(out.relative_error_estimate),
+                        }
+                    )
 
 
 def summarise(rows, runs):
@@ -196,11 +224,21 @@ def summarise(rows, runs):
     by = defaultdict(lambda: [0, 0, 0, 0])  # wrong, wrong&reliable, right, right&unreliable
     passes = defaultdict(list)  # (method, sampler) -> (n_passes, check_passes) per answer
     for r in ok:
-        sampler = r["setting"].split(" ")[0] if "nystrom" in r["method"] \
-            and r["method"] != "generalized_nystrom" else ""
+        sampler = (
+            r["setting"].split(" ")[0]
+            if "nystrom" in r["method"] and r["method"] != "generalized_nystrom"
+            else ""
+        )
         passes[(r["method"], sampler)].append((r["n_passes"], r.get("check_passes", 0)))
-        for key in ((r["method"], r["setting"].split(" ")[0] if r["method"] == "asym_nystrom"
-                     or r["method"] == "sym_nystrom" else ""), ("all", "")):
+        for key in (
+            (
+                r["method"],
+                r["setting"].split(" ")[0]
+                if r["method"] == "asym_nystrom" or r["method"] == "sym_nystrom"
+                else "",
+            ),
+            ("all", ""),
+        ):
             b = by[key]
             if r["wrong"]:
                 b[0] += 1
@@ -208,48 +246,77 @@ def summarise(rows, runs):
             else:
                 b[2] += 1
                 b[3] += not r["reliable"]
-    table = [{"method": k[0], "sampler": k[1], "wrong": v[0], "wrong_reliable": v[1],
-              "right": v[2], "false_alarms": v[3],
-              "median_passes": float(np.median([p for p, _ in passes[k]])) if passes[k] else None,
-              "check_passes": int(max(c for _, c in passes[k])) if passes[k] else None}
-             for k, v in sorted(by.items())]
+    table = [
+        {
+            "method": k[0],
+            "sampler": k[1],
+            "wrong": v[0],
+            "wrong_reliable": v[1],
+            "right": v[2],
+            "false_alarms": v[3],
+            "median_passes": float(np.median([p for p, _ in passes[k]])) if passes[k] else None,
+            "check_passes": int(max(c for _, c in passes[k])) if passes[k] else None,
+        }
+        for k, v in sorted(by.items())
+    ]
     conv = [r for r in runs if r["converged"]]
     bad = [r for r in conv if r["true_error"] > r["eps"]]
     with_oracle = [r for r in conv if r["oracle_effort"] is not None]
-    within = [r for r in with_oracle  # effort 0 (no oversampling) counts as 1
-              if max(r["effort"], 1) <= 2 * max(r["oracle_effort"], 1)
-              and max(r["oracle_effort"], 1) <= 2 * max(r["effort"], 1)]
-    est = {"runs": len(runs), "converged": len(conv), "converged_above_eps": len(bad),
-           "with_oracle": len(with_oracle), "effort_within_2x": len(within),
-           "not_converged": len(runs) - len(conv)}
+    within = [
+        r
+        for r in with_oracle  # effort 0 (no oversampling) counts as 1
+        if max(r["effort"], 1) <= 2 * max(r["oracle_effort"], 1)
+        and max(r["oracle_effort"], 1) <= 2 * max(r["effort"], 1)
+    ]
+    est = {
+        "runs": len(runs),
+        "converged": len(conv),
+        "converged_above_eps": len(bad),
+        "with_oracle": len(with_oracle),
+        "effort_within_2x": len(within),
+        "not_converged": len(runs) - len(conv),
+    }
     return table, est
 
 
 def markdown(table, est, meta):
-    lines = ["# Certificates sweep (issue 20, section 9)", "",
-             f"{meta['answers']} answers, {meta['families']} families x {meta['seeds']} seeds, "
-             f"N = {meta['n']}; {meta['seconds']:.0f} s on {meta['machine']}.", "",
-             "Every method at its default certificate: rsvd, block_krylov, sym_nystrom and "
-             "asym_nystrom spend `check_passes=2` (the last column; solvers/_certificate.py: "
-             "values, missed directions, and the top-r subspace by Wedin / Davis-Kahan); "
-             "asym_nystrom also its sampled certificate. Wrong: sv error > 0.1 s_1 or "
-             "sin theta > 0.1 against numpy's SVD.", "",
-             "| method | sampler | wrong | wrong & reliable=True | right | right & "
-             "reliable=False (false alarms) | passes (median) | of which certificate |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Certificates sweep (issue 20, section 9)",
+        "",
+        f"{meta['answers']} answers, {meta['families']} families x {meta['seeds']} seeds, "
+        f"N = {meta['n']}; {meta['seconds']:.0f} s on {meta['machine']}.",
+        "",
+        "Every method at its default certificate: rsvd, block_krylov, sym_nystrom and "
+        "asym_nystrom spend `check_passes=2` (the last column; solvers/_certificate.py: "
+        "values, missed directions, and the top-r subspace by Wedin / Davis-Kahan); "
+        "asym_nystrom also its sampled certificate. Wrong: sv error > 0.1 s_1 or "
+        "sin theta > 0.1 against numpy's SVD.",
+        "",
+        "| method | sampler | wrong | wrong & reliable=True | right | right & "
+        "reliable=False (false alarms) | passes (median) | of which certificate |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for t in table:
         fa = f"{t['false_alarms']} ({t['false_alarms'] / t['right']:.1%})" if t["right"] else "0"
-        wr = (f"{t['wrong_reliable']} ({t['wrong_reliable'] / t['wrong']:.1%})"
-              if t["wrong"] else "0")
+        wr = (
+            f"{t['wrong_reliable']} ({t['wrong_reliable'] / t['wrong']:.1%})" if t["wrong"] else "0"
+        )
         med = "" if t.get("median_passes") is None else f"{t['median_passes']:.3g}"
         chk = "" if t.get("check_passes") is None else str(t["check_passes"])
-        lines.append(f"| {t['method']} | {t['sampler']} | {t['wrong']} | {wr} | {t['right']} "
-                     f"| {fa} | {med} | {chk} |")
-    lines += ["", "stop=\"estimate\" (solve_to_tolerance, no reference):", "",
-              "| runs | converged | converged with true error > eps | oracle found | "
-              "effort within 2x of the oracle |", "|---|---|---|---|---|",
-              f"| {est['runs']} | {est['converged']} | {est['converged_above_eps']} | "
-              f"{est['with_oracle']} | {est['effort_within_2x']} |"]
+        lines.append(
+            f"| {t['method']} | {t['sampler']} | {t['wrong']} | {wr} | {t['right']} "
+            f"| {fa} | {med} | {chk} |"
+        )
+    lines += [
+        "",
+        'stop="estimate" (solve_to_tolerance, no reference):',
+        "",
+        "| runs | converged | converged with true error > eps | oracle found | "
+        "effort within 2x of the oracle |",
+        "|---|---|---|---|---|",
+        f"| {est['runs']} | {est['converged']} | {est['converged_above_eps']} | "
+        f"{est['with_oracle']} | {est['effort_within_2x']} |",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -263,17 +330,30 @@ def at_scale(n, budget=None):
     t1 = time.perf_counter()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        res = solvers.svd(src, 20, method="asym_nystrom", sampling="rpcholesky",
-                          n_samples=80, check_passes=0, certificate_budget=budget,
-                          random_state=0)
+        res = solvers.svd(
+            src,
+            20,
+            method="asym_nystrom",
+            sampling="rpcholesky",
+            n_samples=80,
+            check_passes=0,
+            certificate_budget=budget,
+            random_state=0,
+        )
     info = res.info
     cert = info["certificate"]["sampled"]
     found = set(P.labels_x[info["pivots_x"]]) | set(P.labels_z[info["pivots_z"]])
-    out = {"n": n, "build_seconds": t1 - t0, "solve_seconds": info["seconds"],
-           "entries_read_fraction": info["entries_read"] / n**2, "reliable": info["reliable"],
-           "s_20": float(res.s[-1]), "certificate": cert,
-           "rare_clusters_found": len(set(P.params["rare"]) & found),
-           "warnings": [str(w.message)[:300] for w in record]}
+    out = {
+        "n": n,
+        "build_seconds": t1 - t0,
+        "solve_seconds": info["seconds"],
+        "entries_read_fraction": info["entries_read"] / n**2,
+        "reliable": info["reliable"],
+        "s_20": float(res.s[-1]),
+        "certificate": cert,
+        "rare_clusters_found": len(set(P.params["rare"]) & found),
+        "warnings": [str(w.message)[:300] for w in record],
+    }
     print(json.dumps(out, indent=1, default=float))
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"scale_{n}.json").write_text(json.dumps(out, indent=1, default=float))
@@ -285,10 +365,15 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="2 seeds")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--scale", type=int, default=0,
-                    help="instead of the sweep: the sampled certificate at N = M = SCALE")
-    ap.add_argument("--budget", type=float, default=None,
-                    help="certificate_budget for --scale (default 0.1)")
+    ap.add_argument(
+        "--scale",
+        type=int,
+        default=0,
+        help="instead of the sweep: the sampled certificate at N = M = SCALE",
+    )
+    ap.add_argument(
+        "--budget", type=float, default=None, help="certificate_budget for --scale (default 0.1)"
+    )
     args = ap.parse_args(argv)
     if args.scale:
         at_scale(args.scale, args.budget)
@@ -302,13 +387,22 @@ def main(argv=None):
     sweep_estimate(est_fams, seeds, (1e-1, 1e-2), runs)
     table, est = summarise(rows, runs)
     import platform
-    meta = {"n": n, "seeds": len(seeds), "families": len(fams),
-            "answers": sum("wrong" in r for r in rows),
-            "seconds": time.perf_counter() - t0, "machine": platform.machine()}
+
+    meta = {
+        "n": n,
+        "seeds": len(seeds),
+        "families": len(fams),
+        "answers": sum("wrong" in r for r in rows),
+        "seconds": time.perf_counter() - t0,
+        "machine": platform.machine(),
+    }
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "certificates.json").write_text(json.dumps(
-        {"meta": meta, "table": table, "estimate": est, "answers": rows, "estimate_runs": runs},
-        indent=1))
+    (OUT / "certificates.json").write_text(
+        json.dumps(
+            {"meta": meta, "table": table, "estimate": est, "answers": rows, "estimate_runs": runs},
+            indent=1,
+        )
+    )
     text = markdown(table, est, meta)
     (OUT / "certificates.md").write_text(text)
     print(text)

@@ -16,8 +16,12 @@ def main(threads=(1, 2), repeats=5):
         cpu.TILE_ROWS, cpu.TILE_COLS = rows, cols
         result = roofline(threads=threads, repeats=repeats)
         print(f"== round {round_}: tiles {rows} x {cols}")
-        print("\n".join(line for line in format_roofline(result).splitlines()
-                        if line.startswith("float")), flush=True)
+        print(
+            "\n".join(
+                line for line in format_roofline(result).splitlines() if line.startswith("float")
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -50,12 +50,13 @@ def _tile_loop(sweep):
                 for j0 in range(0, m, tc):
                     K = kbuf.reshape((tr, tc))
                     if with_gemms:
-                        np.dot(Xa[i0:i0 + tr], Za[j0:j0 + tc].T, K)
+                        np.dot(Xa[i0 : i0 + tr], Za[j0 : j0 + tc].T, K)
                     if with_sweep:
                         for i in range(tr):
                             sweep(K[i], shifts[i], g)
                     if with_gemms:
-                        np.dot(K, Om[j0:j0 + tc], Y)
+                        np.dot(K, Om[j0 : j0 + tc], Y)
+
     return run
 
 
@@ -65,8 +66,10 @@ def main(n=2048, rounds=15, reps=2, tr=256, tc=1024):
     Za = rng.random((n, 66))
     Om = rng.random((n, 40))
     shifts = rng.random(tr)
-    loops = {"called (shipped)": _tile_loop(_numba.exp_nonpos),
-             "inlined": _tile_loop(_inlinable_copy(_numba.exp_nonpos))}
+    loops = {
+        "called (shipped)": _tile_loop(_numba.exp_nonpos),
+        "inlined": _tile_loop(_inlinable_copy(_numba.exp_nonpos)),
+    }
     times = {}
 
     def timed(key, f, *args):
@@ -84,16 +87,32 @@ def main(n=2048, rounds=15, reps=2, tr=256, tc=1024):
             timed("gemms", shipped, Xa, Za, Om, tr, tc, shifts, 0.01, True, False, reps)
             for name, f in loops.items():
                 for with_gemms in (True, False):
-                    timed((name, with_gemms), f, Xa, Za, Om, tr, tc, shifts, 0.01,
-                          with_gemms, True, reps)
+                    timed(
+                        (name, with_gemms),
+                        f,
+                        Xa,
+                        Za,
+                        Om,
+                        tr,
+                        tc,
+                        shifts,
+                        0.01,
+                        with_gemms,
+                        True,
+                        reps,
+                    )
     gemms = np.array(times["gemms"])
-    print(f"tile loop without a sweep: {np.median(gemms):.2f} ns/entry "
-          f"({tr} x {tc} tiles, N = M = {n}, {rounds} rounds)")
+    print(
+        f"tile loop without a sweep: {np.median(gemms):.2f} ns/entry "
+        f"({tr} x {tc} tiles, N = M = {n}, {rounds} rounds)"
+    )
     for name in loops:
         loop = np.array(times[(name, True)])
         alone = np.array(times[(name, False)])
-        print(f"{name:17s} tile loop {np.median(loop):.2f}, the sweep's share "
-              f"{np.median(loop - gemms):.2f}; the sweep alone {np.median(alone):.2f} ns/entry")
+        print(
+            f"{name:17s} tile loop {np.median(loop):.2f}, the sweep's share "
+            f"{np.median(loop - gemms):.2f}; the sweep alone {np.median(alone):.2f} ns/entry"
+        )
 
 
 if __name__ == "__main__":

@@ -33,12 +33,21 @@ def main():
         t = time.perf_counter()
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            r = solvers.svd(src, args.rank, method="asym_nystrom", n_samples=args.n_samples,
-                            core=core, random_state=0)
-        print(f"{core}: s_1/exact {r.s[0] / ex.s[0]:.3g}, s/exact "
-              f"{np.round(r.s[:5] / ex.s[:5], 3)}, reliable {r.info['reliable']}, passes "
-              f"{r.info['n_passes']:.3f}, {time.perf_counter() - t:.1f} s, warnings "
-              f"{[str(x.message)[:90] for x in w]}", flush=True)
+            r = solvers.svd(
+                src,
+                args.rank,
+                method="asym_nystrom",
+                n_samples=args.n_samples,
+                core=core,
+                random_state=0,
+            )
+        print(
+            f"{core}: s_1/exact {r.s[0] / ex.s[0]:.3g}, s/exact "
+            f"{np.round(r.s[:5] / ex.s[:5], 3)}, reliable {r.info['reliable']}, passes "
+            f"{r.info['n_passes']:.3f}, {time.perf_counter() - t:.1f} s, warnings "
+            f"{[str(x.message)[:90] for x in w]}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -27,10 +27,12 @@ def main():
     for p in (40, 10):
         bk = solvers.svd(G, 5, method="block_krylov", n_oversamples=p, n_iter=0, random_state=1)
         rs = solvers.svd(G, 5, method="rsvd", n_oversamples=p, n_iter=0, random_state=1)
-        print(f"block_krylov q=0 p={p}: max|s/s_true-1| = {np.abs(bk.s / st[:5] - 1).max():.1e}, "
-              f"V sine = {_sine(bk.V, V0[:, :5]):.1e}; rsvd q=0: "
-              f"{np.abs(rs.s / st[:5] - 1).max():.1e}, {_sine(rs.V, V0[:, :5]):.1e}; passes "
-              f"{bk.info['n_passes']:.0f} / {rs.info['n_passes']:.0f}")
+        print(
+            f"block_krylov q=0 p={p}: max|s/s_true-1| = {np.abs(bk.s / st[:5] - 1).max():.1e}, "
+            f"V sine = {_sine(bk.V, V0[:, :5]):.1e}; rsvd q=0: "
+            f"{np.abs(rs.s / st[:5] - 1).max():.1e}, {_sine(rs.V, V0[:, :5]):.1e}; passes "
+            f"{bk.info['n_passes']:.0f} / {rs.info['n_passes']:.0f}"
+        )
 
     c, s = np.cos(np.pi / 6), np.sin(np.pi / 6)
     R = np.array([[c, -s], [s, c]])
@@ -52,8 +54,10 @@ def main():
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             r = solvers.asym_nystrom(G2, 2, row_indices=[0, 1], col_indices=[0, 1], core=core)
-        print(f"asym_nystrom rank-2 50x40, 2x2 sample, core={core}: s = {np.round(r.s, 12)}, "
-              f"max error {np.abs((r.U * r.s) @ r.V.T - G2).max():.1e}, {len(w)} warnings")
+        print(
+            f"asym_nystrom rank-2 50x40, 2x2 sample, core={core}: s = {np.round(r.s, 12)}, "
+            f"max error {np.abs((r.U * r.s) @ r.V.T - G2).max():.1e}, {len(w)} warnings"
+        )
 
     N, M = 1000, 800
     rr = np.random.default_rng(0)
@@ -63,16 +67,28 @@ def main():
     dc[rr.choice(M, 100, replace=False)] = 10
     H = (dr[:, None] * rr.standard_normal((N, 3))) @ (rr.standard_normal((3, M)) * dc)
     sh = np.linalg.svd(H, compute_uv=False)[:3]
-    r = solvers.svd(H, 3, method="asym_nystrom", n_samples=60, sampling="norm",
-                    orthogonalize=False, random_state=0, check_passes=0)
-    print(f"norm sampling, orthogonalize=False: s/s_true = {np.round(r.s / sh, 3)} (was 17.2, "
-          f"15.5, 14.0), n_passes = {r.info['n_passes']:.3f} (norm pass counted)")
+    r = solvers.svd(
+        H,
+        3,
+        method="asym_nystrom",
+        n_samples=60,
+        sampling="norm",
+        orthogonalize=False,
+        random_state=0,
+        check_passes=0,
+    )
+    print(
+        f"norm sampling, orthogonalize=False: s/s_true = {np.round(r.s / sh, 3)} (was 17.2, "
+        f"15.5, 14.0), n_passes = {r.info['n_passes']:.3f} (norm pass counted)"
+    )
 
     Gg = np.random.default_rng(0).standard_normal((80, 50))
     sg = np.linalg.svd(Gg, compute_uv=False)[:3]
     r = solvers.svd(Gg, 3, method="generalized_nystrom", random_state=0)
-    print(f"generalized_nystrom 80x50 Gaussian rank 3: s/s_true = {np.round(r.s / sg, 3)}, "
-          f"reliable = {r.info['reliable']}")
+    print(
+        f"generalized_nystrom 80x50 Gaussian rank 3: s/s_true = {np.round(r.s / sg, 3)}, "
+        f"reliable = {r.info['reliable']}"
+    )
 
 
 if __name__ == "__main__":

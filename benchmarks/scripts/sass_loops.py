@@ -51,8 +51,7 @@ def find_tool(name):
         import nvidia
 
         for root in nvidia.__path__:
-            candidates += [os.path.join(root, sub, "bin", name)
-                           for sub in ("cu13", "cu12")]
+            candidates += [os.path.join(root, sub, "bin", name) for sub in ("cu13", "cu12")]
     except ImportError:
         pass
     return next((p for p in candidates if os.access(p, os.X_OK)), None)
@@ -92,8 +91,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernel", default="row_pass", help="kernel name (default: row_pass)")
     ap.add_argument("--dtype", default="float32", choices=("float32", "float64"))
-    ap.add_argument("--cy", type=int, default=5,
-                    help="operand width in thread columns (default: 5, i.e. 40 columns)")
+    ap.add_argument(
+        "--cy",
+        type=int,
+        default=5,
+        help="operand width in thread columns (default: 5, i.e. 40 columns)",
+    )
     ap.add_argument("--arch", default="sm_90", help="GPU architecture (default: sm_90)")
     ap.add_argument("--sass", help="also write the disassembly to this file")
     args = ap.parse_args(argv)
@@ -101,11 +104,12 @@ def main(argv=None):
     tools = {name: find_tool(name) for name in ("cuobjdump", "nvdisasm")}
     missing = [name for name, path in tools.items() if path is None]
     if missing:
-        sys.exit(f"sass_loops: {' and '.join(missing)} not found (a CUDA toolkit, or pip "
-                 f"install {' '.join('nvidia-cuda-' + name for name in missing)})")
+        sys.exit(
+            f"sass_loops: {' and '.join(missing)} not found (a CUDA toolkit, or pip "
+            f"install {' '.join('nvidia-cuda-' + name for name in missing)})"
+        )
     try:
-        rows = cuda_kernel_resources(args.arch, kernel=args.kernel, dtype=args.dtype,
-                                     cy=args.cy)
+        rows = cuda_kernel_resources(args.arch, kernel=args.kernel, dtype=args.dtype, cy=args.cy)
     except (CudaUnavailableError, ValueError) as exc:
         sys.exit(f"sass_loops: {exc}")
     row = rows[0]
@@ -114,8 +118,13 @@ def main(argv=None):
         cubin = os.path.join(tmp, "k.cubin")
         with open(cubin, "wb") as f:
             f.write(row["cubin"])
-        sass = subprocess.run([tools["cuobjdump"], "-sass", cubin], capture_output=True,
-                              text=True, env=env, check=True).stdout
+        sass = subprocess.run(
+            [tools["cuobjdump"], "-sass", cubin],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        ).stdout
     if args.sass:
         with open(args.sass, "w") as f:
             f.write(sass)
@@ -123,9 +132,11 @@ def main(argv=None):
     if not instructions:
         sys.exit("sass_loops: cuobjdump listed no instructions")
     total = collections.Counter(opcode(i) for _, i in instructions)
-    print(f"{row['name']} {row['dtype']} cy={row['cy']} {args.arch}: {row['registers']} "
-          f"registers, spills {row['spill_stores']}/{row['spill_loads']} bytes, "
-          f"{row['shared_bytes']} bytes shared")
+    print(
+        f"{row['name']} {row['dtype']} cy={row['cy']} {args.arch}: {row['registers']} "
+        f"registers, spills {row['spill_stores']}/{row['spill_loads']} bytes, "
+        f"{row['shared_bytes']} bytes shared"
+    )
     print(f"static instructions {sum(total.values())}: {_top(total, 10)}")
     print(f"{'loop':>17s} {'instr':>6s}  opcodes")
     for start, end, body in loops(instructions):

@@ -28,8 +28,16 @@ from ..kernels._sparse_structure import (
     sparse_structure_problems,
 )
 
-__all__ = ["DATA_DIR", "DatasetError", "USER_FORMATS", "data_path", "read_csv_gz", "read_npz",
-           "read_sparse_npz", "read_user_matrix"]
+__all__ = [
+    "DATA_DIR",
+    "DatasetError",
+    "USER_FORMATS",
+    "data_path",
+    "read_csv_gz",
+    "read_npz",
+    "read_sparse_npz",
+    "read_user_matrix",
+]
 
 #: directory of the files shipped with the package (see ``data/PROVENANCE.md``)
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -274,15 +282,16 @@ def _user_npz(path):
             if set(keys) <= set(names):
                 return _sparse_from_arrays({key: archive[key] for key in keys})
         if len(names) != 1:
-            raise DatasetError(f"holds {len(names)} arrays {sorted(names)}; expected one array "
-                               f"or a scipy sparse matrix (scipy.sparse.save_npz)")
+            raise DatasetError(
+                f"holds {len(names)} arrays {sorted(names)}; expected one array "
+                f"or a scipy sparse matrix (scipy.sparse.save_npz)"
+            )
         return archive[names[0]]
 
 
 def _refuse_malformed(fmt, problems):
     if problems:
-        raise DatasetError(f"holds a malformed {fmt.upper()} sparse matrix: "
-                           f"{'; '.join(problems)}")
+        raise DatasetError(f"holds a malformed {fmt.upper()} sparse matrix: {'; '.join(problems)}")
 
 
 def _sparse_from_arrays(arrays):
@@ -299,8 +308,10 @@ def _sparse_from_arrays(arrays):
     compressed = "indptr" in arrays
     if fmt not in (_COMPRESSED if compressed else ("coo",)):
         expected = "csr, csc or bsr" if compressed else "coo"
-        raise DatasetError(f"holds a sparse matrix of format {fmt!r} with the arrays "
-                           f"{sorted(arrays)}; expected {expected}")
+        raise DatasetError(
+            f"holds a sparse matrix of format {fmt!r} with the arrays "
+            f"{sorted(arrays)}; expected {expected}"
+        )
     shape, data = arrays["shape"], arrays["data"]
     if shape.shape != (2,) or shape.dtype.kind not in "iu" or np.any(shape < 0):
         raise DatasetError(f"holds a sparse matrix of invalid shape {shape.tolist()}")
@@ -308,23 +319,43 @@ def _sparse_from_arrays(arrays):
         raise DatasetError(f"does not hold numbers (dtype {data.dtype})")
     shape = tuple(int(v) for v in shape)
     if fmt == "coo":
-        problems = ([f"data should be 1-d, got shape {data.shape}"] if data.ndim != 1 else
-                    coordinate_index_problems(arrays["row"], arrays["col"], data.size, shape))
+        problems = (
+            [f"data should be 1-d, got shape {data.shape}"]
+            if data.ndim != 1
+            else coordinate_index_problems(arrays["row"], arrays["col"], data.size, shape)
+        )
     elif fmt == "bsr":
         blocks = data.shape[1:] if data.ndim == 3 else (0, 0)
         if 0 in blocks or shape[0] % blocks[0] or shape[1] % blocks[1]:
             problems = [f"blocks of data shape {data.shape} do not tile the shape {shape}"]
         else:
             problems = compressed_index_problems(
-                arrays["indptr"], arrays["indices"], data.shape[0], shape[0] // blocks[0],
-                shape[1] // blocks[1], exact=True, major="block row", minor="block column")
+                arrays["indptr"],
+                arrays["indices"],
+                data.shape[0],
+                shape[0] // blocks[0],
+                shape[1] // blocks[1],
+                exact=True,
+                major="block row",
+                minor="block column",
+            )
     else:
         n_major, n_minor = shape if fmt == "csr" else shape[::-1]
         names = ("row", "column") if fmt == "csr" else ("column", "row")
-        problems = ([f"data should be 1-d, got shape {data.shape}"] if data.ndim != 1 else
-                    compressed_index_problems(arrays["indptr"], arrays["indices"], data.size,
-                                              n_major, n_minor, exact=True, major=names[0],
-                                              minor=names[1]))
+        problems = (
+            [f"data should be 1-d, got shape {data.shape}"]
+            if data.ndim != 1
+            else compressed_index_problems(
+                arrays["indptr"],
+                arrays["indices"],
+                data.size,
+                n_major,
+                n_minor,
+                exact=True,
+                major=names[0],
+                minor=names[1],
+            )
+        )
     _refuse_malformed(fmt, problems)
     if fmt == "coo":
         return sp.coo_matrix((data, (arrays["row"], arrays["col"])), shape=shape)
@@ -361,14 +392,17 @@ def _user_csv(path):
     out = np.empty((len(rows), width), dtype=np.float64)
     for i, (line, record) in enumerate(rows):
         if len(record) != width:
-            raise DatasetError(f"line {line} has {len(record)} fields, line {first_line} (the "
-                               f"first data row) has {width}")
+            raise DatasetError(
+                f"line {line} has {len(record)} fields, line {first_line} (the "
+                f"first data row) has {width}"
+            )
         for j, cell in enumerate(record):
             try:
                 out[i, j] = float(cell)
             except ValueError:
-                raise DatasetError(f"line {line}, column {j + 1}: {cell!r} is not a real number"
-                                   ) from None
+                raise DatasetError(
+                    f"line {line}, column {j + 1}: {cell!r} is not a real number"
+                ) from None
     return out
 
 
@@ -432,8 +466,10 @@ def read_user_matrix(path, *, problem, what="a matrix"):
     if not path.is_file():
         raise DatasetError(f"{prefix} is missing (no such file)")
     if path.suffix.lower() not in USER_FORMATS:
-        raise DatasetError(f"{prefix} has the unknown suffix {path.suffix!r}; expected one of "
-                           f"{', '.join(USER_FORMATS)}")
+        raise DatasetError(
+            f"{prefix} has the unknown suffix {path.suffix!r}; expected one of "
+            f"{', '.join(USER_FORMATS)}"
+        )
     try:
         matrix = _read_any(path)
         if sp.issparse(matrix):
@@ -448,11 +484,12 @@ def read_user_matrix(path, *, problem, what="a matrix"):
     except DatasetError as exc:
         raise DatasetError(f"{prefix}: {exc}") from None
     except _READ_ERRORS as exc:
-        raise DatasetError(f"{prefix} is not a readable {path.suffix} file (corrupt or "
-                           f"truncated?): {type(exc).__name__}: {exc}") from exc
+        raise DatasetError(
+            f"{prefix} is not a readable {path.suffix} file (corrupt or "
+            f"truncated?): {type(exc).__name__}: {exc}"
+        ) from exc
     if matrix.ndim != 2:
-        raise DatasetError(f"{prefix} holds an array of shape {matrix.shape}; {what} must be "
-                           f"2-d")
+        raise DatasetError(f"{prefix} holds an array of shape {matrix.shape}; {what} must be 2-d")
     if 0 in matrix.shape:
         raise DatasetError(f"{prefix} is empty (shape {matrix.shape[0]}x{matrix.shape[1]})")
     if sp.issparse(matrix):

@@ -41,9 +41,18 @@ from solvers import check_choice
 from ..kernels._params import check_dtype as _check_dtype  # the one float32/float64 check
 from .graphs import Graph
 
-__all__ = ["DECAYS", "ClusteredPoints", "KernelProblem", "make_clustered_points",
-           "make_directed_graph", "make_kernel_problem", "make_rare_clusters",
-           "measure_coherence", "rare_cluster_count", "RARE_SHARE"]
+__all__ = [
+    "DECAYS",
+    "ClusteredPoints",
+    "KernelProblem",
+    "make_clustered_points",
+    "make_directed_graph",
+    "make_kernel_problem",
+    "make_rare_clusters",
+    "measure_coherence",
+    "rare_cluster_count",
+    "RARE_SHARE",
+]
 
 #: singular-value decay laws understood by :func:`make_kernel_problem`
 DECAYS = ("exponential", "polynomial", "flat")
@@ -155,9 +164,11 @@ def _sample_edges(rng, layout, weights, needed, intra):
     # nodes needing more than half of their possible citers: draw them without replacement
     dense = np.flatnonzero(2 * in_degree > capacity)
     keys = [
-        layout.allowed_sources(j, intra)[
-            rng.permutation(capacity[j])[: in_degree[j]]
-        ].astype(np.int64) * n + j
+        layout.allowed_sources(j, intra)[rng.permutation(capacity[j])[: in_degree[j]]].astype(
+            np.int64
+        )
+        * n
+        + j
         for j in dense
     ]
     missing = in_degree.copy()
@@ -532,8 +543,14 @@ def make_kernel_problem(
         coherence_u=measure_coherence(U),
         coherence_v=measure_coherence(V),
         params={
-            "n_rows": n, "n_cols": m, "rank": r, "decay": decay, "decay_rate": decay_rate,
-            "coherence": coherence, "noise": noise, "support_size": support_size,
+            "n_rows": n,
+            "n_cols": m,
+            "rank": r,
+            "decay": decay,
+            "decay_rate": decay_rate,
+            "coherence": coherence,
+            "noise": noise,
+            "support_size": support_size,
             "dtype": dtype.name,
         },
     )
@@ -706,8 +723,7 @@ def make_clustered_points(
     if k > min(n, m):
         raise ValueError(f"n_clusters must be <= min(n, m) = {min(n, m)}, got {k}")
     scales = {}
-    for name, value in (("cluster_std", cluster_std), ("separation", separation),
-                        ("gamma", gamma)):
+    for name, value in (("cluster_std", cluster_std), ("separation", separation), ("gamma", gamma)):
         value = _check_real(value, name)
         if value <= 0:
             raise ValueError(f"{name} must be > 0, got {value}")
@@ -728,9 +744,21 @@ def make_clustered_points(
     X, labels_x = draw(n, proportions)
     Z, labels_z = draw(m, np.full(k, 1.0 / k))
     return ClusteredPoints(
-        X=X, Z=Z, labels_x=labels_x, labels_z=labels_z, centers=centers, gamma=g,
-        params={"n": n, "m": m, "d": d, "n_clusters": k, **scales,
-                "weights": proportions.tolist(), "dtype": dtype.name},
+        X=X,
+        Z=Z,
+        labels_x=labels_x,
+        labels_z=labels_z,
+        centers=centers,
+        gamma=g,
+        params={
+            "n": n,
+            "m": m,
+            "d": d,
+            "n_clusters": k,
+            **scales,
+            "weights": proportions.tolist(),
+            "dtype": dtype.name,
+        },
     )
 
 
@@ -749,8 +777,10 @@ def rare_cluster_count(n_clusters):
     """
     k = _check_int(n_clusters, "n_clusters", 1)
     if k < 2:
-        raise ValueError(f"the rare-cluster family needs n_clusters >= 2 (a rare cluster "
-                         f"beside a common one), got {k}")
+        raise ValueError(
+            f"the rare-cluster family needs n_clusters >= 2 (a rare cluster "
+            f"beside a common one), got {k}"
+        )
     return int(min(k - 1, max(1, round(RARE_SHARE * k))))
 
 
@@ -828,7 +858,7 @@ def make_rare_clusters(
         if not 0 < rare_weight:
             raise ValueError(f"rare_weight must be > 0, got {rare_weight}")
         w = np.ones(k)
-        w[k - n_rare:] = rare_weight
+        w[k - n_rare :] = rare_weight
         rare = list(range(k - n_rare, k))
     else:
         w = np.asarray(weights, dtype=np.float64)
@@ -836,9 +866,18 @@ def make_rare_clusters(
     proportions = _check_proportions(w, k)
     if weights is not None:
         rare = np.flatnonzero(proportions < 0.5 * proportions.max()).tolist()
-    P = make_clustered_points(n, m, d, k, cluster_std=cluster_std, separation=separation,
-                              gamma=gamma, weights=proportions, random_state=random_state,
-                              dtype=dtype)
+    P = make_clustered_points(
+        n,
+        m,
+        d,
+        k,
+        cluster_std=cluster_std,
+        separation=separation,
+        gamma=gamma,
+        weights=proportions,
+        random_state=random_state,
+        dtype=dtype,
+    )
     # make_clustered_points gives Z equal clusters: redraw Z with the same proportions,
     # around the same centres and from the same stream of numbers
     rng = np.random.default_rng(random_state)
@@ -847,6 +886,12 @@ def make_rare_clusters(
     labels_z = rng.permutation(np.repeat(np.arange(k), _cluster_counts(m, proportions)))
     Z = P.centers[labels_z] + rng.standard_normal((m, P.params["d"])) * noise
     params = dict(P.params, weights_z=proportions.tolist(), rare=rare)
-    return ClusteredPoints(X=P.X, Z=np.ascontiguousarray(Z, dtype=P.X.dtype), labels_x=P.labels_x,
-                           labels_z=labels_z.astype(np.int64), centers=P.centers, gamma=P.gamma,
-                           params=params)
+    return ClusteredPoints(
+        X=P.X,
+        Z=np.ascontiguousarray(Z, dtype=P.X.dtype),
+        labels_x=P.labels_x,
+        labels_z=labels_z.astype(np.int64),
+        centers=P.centers,
+        gamma=P.gamma,
+        params=params,
+    )

@@ -44,7 +44,6 @@ def _check_rank(rank, shape):
     return int(rank)
 
 
-
 # ---------------------------------------------------------------------------------------------
 # cache keys
 # ---------------------------------------------------------------------------------------------
@@ -83,8 +82,9 @@ def _feed(h, part):
         h.update(f"s{len(text)}:{text};".encode())
     elif isinstance(part, bytes):
         h.update(f"b{len(part)}:".encode() + part + b";")
-    elif isinstance(part, np.dtype) or (isinstance(part, type)
-                                        and issubclass(part, (np.generic, int, float))):
+    elif isinstance(part, np.dtype) or (
+        isinstance(part, type) and issubclass(part, (np.generic, int, float))
+    ):
         h.update(f"d{np.dtype(part).str};".encode())
     elif isinstance(part, np.ndarray) or sp.issparse(part):
         h.update(f"a{_data_hash(part)};".encode())
@@ -192,8 +192,12 @@ def _save(path, res):
 
 def _load(path):
     with np.load(path, allow_pickle=False) as f:
-        info = {"method": str(f["method"]), "seconds": float(f["seconds"]), "cached": True,
-                "cache_file": str(path)}
+        info = {
+            "method": str(f["method"]),
+            "seconds": float(f["seconds"]),
+            "cached": True,
+            "cache_file": str(path),
+        }
         return SVDResult(U=f["U"].copy(), s=f["s"].copy(), V=f["V"].copy(), info=info)
 
 
@@ -271,14 +275,20 @@ def _structured_triplets(G, k):
     from ksvd_bench.kernels.structured import structured_svd
 
     out = structured_svd(G, k, random_state=0)
-    return (np.array(out.U, dtype=np.float64), np.array(out.s, dtype=np.float64),
-            np.array(out.V, dtype=np.float64))
+    return (
+        np.array(out.U, dtype=np.float64),
+        np.array(out.s, dtype=np.float64),
+        np.array(out.V, dtype=np.float64),
+    )
 
 
 def _arpack_triplets(G, k):
     out = solvers.svd(G, k, method="tsvd", tol=0.0, random_state=0)
-    return (np.array(out.U, dtype=np.float64), np.array(out.s, dtype=np.float64),
-            np.array(out.V, dtype=np.float64))
+    return (
+        np.array(out.U, dtype=np.float64),
+        np.array(out.s, dtype=np.float64),
+        np.array(out.V, dtype=np.float64),
+    )
 
 
 def _dense_svd(src):
@@ -295,8 +305,9 @@ def _dense_svd(src):
 def _compute_reference(G, src, shape, rank, max_dense_entries, cluster_rtol):
     """The reference triplets by the cheapest exact route, in the solvers' sign convention."""
     if _is_structured(G):
-        U, s, V = _past_the_cut_cluster(lambda k: _structured_triplets(G, k), rank,
-                                        min(shape), cluster_rtol)
+        U, s, V = _past_the_cut_cluster(
+            lambda k: _structured_triplets(G, k), rank, min(shape), cluster_rtol
+        )
         method = "structured"
     elif shape[0] * shape[1] <= max_dense_entries:
         U_all, s_all, Vt_all, method = _dense_svd(src)
@@ -304,8 +315,9 @@ def _compute_reference(G, src, shape, rank, max_dense_entries, cluster_rtol):
         U, s, V = np.array(U_all[:, :k]), np.array(s_all[:k]), np.array(Vt_all[:k].T)
     else:
         # ARPACK needs k < min(N, M).
-        U, s, V = _past_the_cut_cluster(lambda k: _arpack_triplets(G, k), rank,
-                                        max(rank, min(shape) - 1), cluster_rtol)
+        U, s, V = _past_the_cut_cluster(
+            lambda k: _arpack_triplets(G, k), rank, max(rank, min(shape) - 1), cluster_rtol
+        )
         method = "arpack"
     # the solvers' sign convention: the largest-magnitude entry of each U[:, i] positive
     # (svd_flip flips the rows of V^T in place: a transposed view of V)
@@ -313,8 +325,9 @@ def _compute_reference(G, src, shape, rank, max_dense_entries, cluster_rtol):
     return SVDResult(U=U, s=s, V=V, info={"method": method})
 
 
-def reference_svd(G, rank, *, cache_dir=None, key=None, max_dense_entries=None,
-                  cluster_rtol=None, verify=True) -> SVDResult:
+def reference_svd(
+    G, rank, *, cache_dir=None, key=None, max_dense_entries=None, cluster_rtol=None, verify=True
+) -> SVDResult:
     """The exact top-``rank`` SVD of ``G``, optionally cached on disk.
 
     Parameters

@@ -135,9 +135,11 @@ class ToleranceResult:
         if self.stop == "estimate":
             shown.append(f"relative_error_estimate={self.relative_error_estimate:.3g}")
         shown += [f"sv_error={self.sv_error:.3g}", f"triplet_residual={self.triplet_residual:.3g}"]
-        return (f"ToleranceResult(method={self.method!r}, {', '.join(shown)}, "
-                f"eps={self.eps:g}, stop={self.stop!r}, converged={self.converged}, "
-                f"effort={self.effort}, seconds={self.seconds:.3g}, "
-                f"stopped_by={self.stopped_by!r}, status={self.status!r}, "
-                f"n_warnings={self.n_warnings}, "
-                f"reliable={self.reliable})")
+        return (
+            f"ToleranceResult(method={self.method!r}, {', '.join(shown)}, "
+            f"eps={self.eps:g}, stop={self.stop!r}, converged={self.converged}, "
+            f"effort={self.effort}, seconds={self.seconds:.3g}, "
+            f"stopped_by={self.stopped_by!r}, status={self.status!r}, "
+            f"n_warnings={self.n_warnings}, "
+            f"reliable={self.reliable})"
+        )

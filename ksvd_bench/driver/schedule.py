@@ -28,8 +28,11 @@ _BLOCK_KRYLOV_OVERSAMPLES = 10
 def _block_krylov_oversamples(n_oversamples):
     """The block oversampling of ``block_krylov``: given, else the solver's default."""
     if n_oversamples is not None:
-        if (isinstance(n_oversamples, bool) or not isinstance(n_oversamples, (int, np.integer))
-                or n_oversamples < 0):
+        if (
+            isinstance(n_oversamples, bool)
+            or not isinstance(n_oversamples, (int, np.integer))
+            or n_oversamples < 0
+        ):
             raise ValueError(f"n_oversamples must be a non-negative int, got {n_oversamples!r}")
         return int(n_oversamples)
     import inspect
@@ -66,8 +69,9 @@ def _next_effort(method, e, growth):
     return 5 if e < 5 else 2 * e
 
 
-def effort_schedule(method, rank, shape, *, max_effort=None, start=None, growth=1.25,
-                    n_oversamples=None):
+def effort_schedule(
+    method, rank, shape, *, max_effort=None, start=None, growth=1.25, n_oversamples=None
+):
     """The efforts the driver tries for a method, smallest first.
 
     Parameters

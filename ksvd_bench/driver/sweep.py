@@ -41,8 +41,10 @@ METRICS = ("eta", "lowrank", "subspace")
 #: What ``eps`` bounds under each stop (quoted by the errors of a misdirected argument).
 _BOUNDS = {
     "reference": "the measure `metric` against the reference",
-    "estimate": ("the estimated relative low-rank error ||G - U U^T G||_F / ||G||_F (times "
-                 "the safety factor 2 of a randomized estimate)"),
+    "estimate": (
+        "the estimated relative low-rank error ||G - U U^T G||_F / ||G||_F (times "
+        "the safety factor 2 of a randomized estimate)"
+    ),
     "residual": "the residual estimate of eta (with `weights`)",
 }
 # Mixed into an effort's seed for its probes, so they are independent of the solver's draws.
@@ -149,15 +151,16 @@ def _check_tol(value, name):
     return float(value)
 
 
-
 def _check_norm_fro(norm_fro):
     if norm_fro is None:
         return None
     if isinstance(norm_fro, bool) or not isinstance(norm_fro, numbers.Real):
         raise TypeError(f"norm_fro must be a number or None, got {type(norm_fro).__name__}")
     if not (np.isfinite(norm_fro) and norm_fro > 0):
-        raise ValueError(f"norm_fro must be a finite number > 0 or None, got {norm_fro!r}: a "
-                         f"zero norm cannot be told from one lost to rounding (leave it None)")
+        raise ValueError(
+            f"norm_fro must be a finite number > 0 or None, got {norm_fro!r}: a "
+            f"zero norm cannot be told from one lost to rounding (leave it None)"
+        )
     return float(norm_fro)
 
 
@@ -172,12 +175,12 @@ def _unused(name, value, stop):
         f"{name}={value!r} is not used by stop={stop!r}: without a reference (none given, "
         f"no cache_dir) that stop bounds {_BOUNDS[stop]} by eps, and nothing reads {name}. "
         f"Pass reference= or cache_dir= to score against an exact SVD"
-        + (", or stop='residual' for the residual estimate of eta" if name == "weights"
-           else "") + ", or drop it")
+        + (", or stop='residual' for the residual estimate of eta" if name == "weights" else "")
+        + ", or drop it"
+    )
 
 
-def _stop_rule(stop, metric, weights, eps, sv_tol, triplet_tol, norm_fro, n_probes,
-               has_reference):
+def _stop_rule(stop, metric, weights, eps, sv_tol, triplet_tol, norm_fro, n_probes, has_reference):
     """The resolved :class:`StopRule`; a ``metric`` or ``weights`` it cannot use is an error."""
     if stop is None:
         stop = "reference" if has_reference or metric is not None else "estimate"
@@ -193,13 +196,28 @@ def _stop_rule(stop, metric, weights, eps, sv_tol, triplet_tol, norm_fro, n_prob
     triplet_tol = _check_tol(triplet_tol, "triplet_tol")
     if isinstance(n_probes, bool) or not isinstance(n_probes, (int, np.integer)) or n_probes < 1:
         raise ValueError(f"n_probes must be a positive int, got {n_probes!r}")
-    return StopRule(stop=stop, eps=eps, sv_tol=eps if sv_tol is None else sv_tol,
-                    triplet_tol=eps if triplet_tol is None else triplet_tol,
-                    norm_fro=_check_norm_fro(norm_fro), n_probes=int(n_probes))
+    return StopRule(
+        stop=stop,
+        eps=eps,
+        sv_tol=eps if sv_tol is None else sv_tol,
+        triplet_tol=eps if triplet_tol is None else triplet_tol,
+        norm_fro=_check_norm_fro(norm_fro),
+        n_probes=int(n_probes),
+    )
 
 
-def _scoring(metric, weights, track, track_residual, stop, cluster_rtol, reference, cache_dir,
-             cache_key, residual_operator):
+def _scoring(
+    metric,
+    weights,
+    track,
+    track_residual,
+    stop,
+    cluster_rtol,
+    reference,
+    cache_dir,
+    cache_key,
+    residual_operator,
+):
     metric = "eta" if metric is None else metric
     weights = _DEFAULT_WEIGHTS if weights is None else weights
     metric = _check_choice("metric", metric, METRICS)
@@ -207,23 +225,36 @@ def _scoring(metric, weights, track, track_residual, stop, cluster_rtol, referen
     if isinstance(track, str):
         track = (track,)
     track = tuple(_check_choice("track entries", name, METRICS) for name in track)
-    return Scoring(metric=metric, weights=weights, track=frozenset(track) | {metric},
-                   track_residual=bool(track_residual) or stop == "residual",
-                   cluster_rtol=_check_cluster_rtol(cluster_rtol), reference=reference,
-                   cache_dir=cache_dir, cache_key=cache_key,
-                   residual_operator=residual_operator)
+    return Scoring(
+        metric=metric,
+        weights=weights,
+        track=frozenset(track) | {metric},
+        track_residual=bool(track_residual) or stop == "residual",
+        cluster_rtol=_check_cluster_rtol(cluster_rtol),
+        reference=reference,
+        cache_dir=cache_dir,
+        cache_key=cache_key,
+        residual_operator=residual_operator,
+    )
 
 
 def _effort(method, options, n_iter, schedule, max_effort, repeats, time_limit):
     method = _check_choice("method", method, tuple(solvers.METHODS))
     repeats = _check_int(repeats, "repeats", 1)
     _check_time_limit(time_limit)
-    if max_effort is not None and (isinstance(max_effort, bool)
-                                   or not isinstance(max_effort, (int, np.integer))):
+    if max_effort is not None and (
+        isinstance(max_effort, bool) or not isinstance(max_effort, (int, np.integer))
+    ):
         raise TypeError(f"max_effort must be an int or None, got {type(max_effort).__name__}")
     options, effort_key = _solver_options(method, options, n_iter)
-    return Effort(schedule=schedule, max_effort=max_effort, options=options,
-                  effort_key=effort_key, repeats=repeats, time_limit=time_limit)
+    return Effort(
+        schedule=schedule,
+        max_effort=max_effort,
+        options=options,
+        effort_key=effort_key,
+        repeats=repeats,
+        time_limit=time_limit,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,23 +282,36 @@ def _solver_options(method, options, n_iter):
 def _efforts(method, rank, shape, schedule, max_effort, options):
     if schedule is not None:
         return _check_schedule(schedule, method, rank, max_effort)
-    return effort_schedule(method, rank, shape, max_effort=max_effort,
-                           n_oversamples=options.get("n_oversamples")
-                           if method == "block_krylov" else None)
+    return effort_schedule(
+        method,
+        rank,
+        shape,
+        max_effort=max_effort,
+        n_oversamples=options.get("n_oversamples") if method == "block_krylov" else None,
+    )
 
 
 def _prepare_reference(G, src, rank, reference, needed, cache_dir, cache_key, cluster_rtol):
     """The reference (computed when ``needed`` and not given), with all its triplets."""
     if reference is None and (needed or cache_dir is not None):
-        reference = reference_svd(src if cache_dir is None else G, rank, cache_dir=cache_dir,
-                                  key=cache_key, cluster_rtol=cluster_rtol)
+        reference = reference_svd(
+            src if cache_dir is None else G,
+            rank,
+            cache_dir=cache_dir,
+            key=cache_key,
+            cluster_rtol=cluster_rtol,
+        )
     if reference is None:
         return None
     if len(reference.s) < rank:
         raise ValueError(f"reference holds {len(reference.s)} triplets, fewer than rank={rank}")
     # Triplets beyond rank are kept: they complete a cluster of singular values cut by rank.
-    return SVDResult(U=np.asarray(reference.U), s=np.asarray(reference.s),
-                     V=np.asarray(reference.V), info=dict(getattr(reference, "info", {})))
+    return SVDResult(
+        U=np.asarray(reference.U),
+        s=np.asarray(reference.s),
+        V=np.asarray(reference.V),
+        info=dict(getattr(reference, "info", {})),
+    )
 
 
 def _runner(src, rank, method, options, effort_key):
@@ -303,18 +347,20 @@ def _sweep(run, efforts, seeds, score, time_limit, caught_all):
         out, secs, caught = run(effort, seeds[idx])
         caught_all.extend(caught)
         measures, stopping, ranking, status = score(out, int(seeds[idx]) ^ _PROBE_SEED_SALT)
-        history.append({
-            "effort": int(out.info.get("effort", effort)),
-            **measures,
-            "stop_value": float(stopping),
-            **warning_fields(caught, out.info),
-            "seconds": secs,
-            "status": status,
-            "converged": status == "converged",
-            "n_matvec": int(out.info.get("n_matvec", 0)),
-            "n_block_entries": int(out.info.get("n_block_entries", 0)),
-            "n_passes": float(out.info.get("n_passes", float("nan"))),
-        })
+        history.append(
+            {
+                "effort": int(out.info.get("effort", effort)),
+                **measures,
+                "stop_value": float(stopping),
+                **warning_fields(caught, out.info),
+                "seconds": secs,
+                "status": status,
+                "converged": status == "converged",
+                "n_matvec": int(out.info.get("n_matvec", 0)),
+                "n_block_entries": int(out.info.get("n_block_entries", 0)),
+                "n_passes": float(out.info.get("n_passes", float("nan"))),
+            }
+        )
         if best is None or ranking < best[0] or (math.isnan(best[0]) and not math.isnan(ranking)):
             best = (ranking, idx, out, secs)
         if status == "converged":
@@ -361,16 +407,31 @@ def _timed(run, efforts, seeds, idx, first_secs, repeats, caught_all):
 
 def _result(method, out, h, timings, status, stopped_by, history, rule, scoring):
     return ToleranceResult(
-        method=method, effort=h["effort"], eta=h["eta"], seconds=float(np.median(timings)),
-        converged=status == "converged", result=out, history=history,
-        residual_estimate=h["residual_estimate"], eps=rule.eps, stop=rule.stop,
-        weights=scoring.weights, all_seconds=timings, stopped_by=stopped_by,
-        metric=scoring.metric, value=h["value"], lowrank=h["lowrank"],
-        subspace=h["subspace"], sv_error=h["sv_error"],
-        triplet_residual=h["triplet_residual"], n_warnings=h["n_warnings"],
-        warnings=list(h["warnings"]), reliable=h["reliable"],
+        method=method,
+        effort=h["effort"],
+        eta=h["eta"],
+        seconds=float(np.median(timings)),
+        converged=status == "converged",
+        result=out,
+        history=history,
+        residual_estimate=h["residual_estimate"],
+        eps=rule.eps,
+        stop=rule.stop,
+        weights=scoring.weights,
+        all_seconds=timings,
+        stopped_by=stopped_by,
+        metric=scoring.metric,
+        value=h["value"],
+        lowrank=h["lowrank"],
+        subspace=h["subspace"],
+        sv_error=h["sv_error"],
+        triplet_residual=h["triplet_residual"],
+        n_warnings=h["n_warnings"],
+        warnings=list(h["warnings"]),
+        reliable=h["reliable"],
         error_estimate=h["error_estimate"],
-        relative_error_estimate=h["relative_error_estimate"], status=status,
+        relative_error_estimate=h["relative_error_estimate"],
+        status=status,
     )
 
 
@@ -624,23 +685,56 @@ def solve_to_tolerance(
     # 1. the request, validated before any work, in three groups (names in any case)
     method = _check_choice("method", method, tuple(solvers.METHODS))
     has_reference = reference is not None or cache_dir is not None
-    rule = _stop_rule(stop, metric, weights, eps, sv_tol, triplet_tol, norm_fro, n_probes,
-                      has_reference)
-    scoring = _scoring(metric, weights, track, track_residual, rule.stop, cluster_rtol,
-                       reference, cache_dir, cache_key, residual_operator)
+    rule = _stop_rule(
+        stop, metric, weights, eps, sv_tol, triplet_tol, norm_fro, n_probes, has_reference
+    )
+    scoring = _scoring(
+        metric,
+        weights,
+        track,
+        track_residual,
+        rule.stop,
+        cluster_rtol,
+        reference,
+        cache_dir,
+        cache_key,
+        residual_operator,
+    )
     effort = _effort(method, options, n_iter, schedule, max_effort, repeats, time_limit)
     rng = check_random_state(random_state)  # a bad seed is named before any work
     # 2. the sources, the efforts and the reference
     src, res_src, shape, rank = _sources(G, residual_operator, rank)
     efforts = _efforts(method, rank, shape, effort.schedule, effort.max_effort, effort.options)
-    ref = _prepare_reference(G, src, rank, reference, rule.stop == "reference", cache_dir,
-                             cache_key, scoring.cluster_rtol)
+    ref = _prepare_reference(
+        G,
+        src,
+        rank,
+        reference,
+        rule.stop == "reference",
+        cache_dir,
+        cache_key,
+        scoring.cluster_rtol,
+    )
     # 3. how each answer is scored (||G||_F read before any timed solve: it may cost a pass)
-    score = Scorer(src, res_src, ref, rank, scoring.weights, scoring.metric, rule.stop,
-                   set(scoring.track), scoring.track_residual, scoring.cluster_rtol,
-                   fro2=_initial_fro2(res_src, rule.norm_fro), n_probes=rule.n_probes,
-                   safety=PROBE_SAFETY, eps=rule.eps, sv_tol=rule.sv_tol,
-                   triplet_tol=rule.triplet_tol, gap_rtol=gap_rtol(res_src))
+    score = Scorer(
+        src,
+        res_src,
+        ref,
+        rank,
+        scoring.weights,
+        scoring.metric,
+        rule.stop,
+        set(scoring.track),
+        scoring.track_residual,
+        scoring.cluster_rtol,
+        fro2=_initial_fro2(res_src, rule.norm_fro),
+        n_probes=rule.n_probes,
+        safety=PROBE_SAFETY,
+        eps=rule.eps,
+        sv_tol=rule.sv_tol,
+        triplet_tol=rule.triplet_tol,
+        gap_rtol=gap_rtol(res_src),
+    )
     # 4. warm up, sweep, time the answer
     seeds = rng.integers(0, 2**63 - 1, size=len(efforts) + 1)
     run = _runner(src, rank, method, effort.options, effort.effort_key)
@@ -648,9 +742,9 @@ def solve_to_tolerance(
     caught_all.extend(run(efforts[0], seeds[-1])[2])  # warm-up: JIT and first-touch costs
     try:
         history, (idx, out, first_secs), status, stopped_by = _sweep(
-            run, efforts, seeds, score, effort.time_limit, caught_all)
+            run, efforts, seeds, score, effort.time_limit, caught_all
+        )
         timings = _timed(run, efforts, seeds, idx, first_secs, effort.repeats, caught_all)
     finally:
         reemit(caught_all)
-    return _result(method, out, history[idx], timings, status, stopped_by, history, rule,
-                   scoring)
+    return _result(method, out, history[idx], timings, status, stopped_by, history, rule, scoring)

@@ -50,12 +50,19 @@ def compile_twice(func, fastmath=EXACT_FASTMATH):
     ``fastmath`` is Numba's set of flags, the same for both; the default changes no finite
     result, so both compiles give the same bits, fresh or loaded from the cache.
     """
-    twin = types.FunctionType(func.__code__, func.__globals__, func.__name__ + "_serial",
-                              func.__defaults__, func.__closure__)
+    twin = types.FunctionType(
+        func.__code__,
+        func.__globals__,
+        func.__name__ + "_serial",
+        func.__defaults__,
+        func.__closure__,
+    )
     twin.__qualname__ = func.__qualname__ + "_serial"
     twin.__doc__ = func.__doc__
-    return (numba.njit(parallel=True, fastmath=fastmath, cache=True)(func),
-            numba.njit(fastmath=fastmath, cache=True)(twin))
+    return (
+        numba.njit(parallel=True, fastmath=fastmath, cache=True)(func),
+        numba.njit(fastmath=fastmath, cache=True)(twin),
+    )
 
 
 class _Kernel:
@@ -95,10 +102,18 @@ ROUND_BITS = 6755399441055744.0
 #: points (256-bit arithmetic); with these float64 coefficients the relative error is 9.4e-18
 #: (0.09 ulp; the degree-13 Taylor polynomial's is 5.3e-18), for two fewer FMAs (a test checks
 #: it below 1e-17 in extended precision)
-_EXP_POLY = (2.511001928565117e-08, 2.763263873212504e-07, 2.755724242321896e-06,
-             2.4801487371716608e-05, 0.00019841269886507345, 0.0013888888947779774,
-             0.008333333333322238, 0.04166666666652213, 0.16666666666666674,
-             0.500000000000001)
+_EXP_POLY = (
+    2.511001928565117e-08,
+    2.763263873212504e-07,
+    2.755724242321896e-06,
+    2.4801487371716608e-05,
+    0.00019841269886507345,
+    0.0013888888947779774,
+    0.008333333333322238,
+    0.04166666666652213,
+    0.16666666666666674,
+    0.500000000000001,
+)
 
 
 @intrinsic
@@ -123,8 +138,7 @@ def times_pow2_of_rounded(typingctx, v, kr):
     def codegen(context, builder, signature, args):
         int_t = ir.IntType(width)
         k_field = builder.shl(builder.bitcast(args[1], int_t), ir.Constant(int_t, mant))
-        return builder.bitcast(builder.add(builder.bitcast(args[0], int_t), k_field),
-                               args[0].type)
+        return builder.bitcast(builder.add(builder.bitcast(args[0], int_t), k_field), args[0].type)
 
     return v(v, kr), codegen
 
@@ -139,6 +153,7 @@ def never_inline(typingctx):
     them in place (1.3-1.5 against 1.9-2.2 ns an entry, sweeping the rows of a 256 x 1024
     tile, on one Zen 3 core). A call per row costs nothing beside a row's work.
     """
+
     def codegen(context, builder, signature, args):
         attrs = builder.function.attributes
         if "alwaysinline" not in attrs:
@@ -198,8 +213,17 @@ LN2_LO_F32 = np.float32(-2.12194440e-4)
 LOG2E_F32 = np.float32(LOG2E)
 EXP_MIN_F32 = np.float32(-87.0)
 ROUND_BITS_F32 = np.float32(12582912.0)  # 1.5 * 2^23, as ROUND_BITS
-_EXPF_POLY = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-                                           4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
+_EXPF_POLY = tuple(
+    np.float32(c)
+    for c in (
+        1.9875691500e-4,
+        1.3981999507e-3,
+        8.3334519073e-3,
+        4.1665795894e-2,
+        1.6666665459e-1,
+        5.0000001201e-1,
+    )
+)
 
 
 @numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=True)

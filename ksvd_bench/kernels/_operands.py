@@ -40,12 +40,16 @@ def check_operand(V, n, name):
         For a wrong shape, NaN or Inf.
     """
     if isinstance(V, np.ma.MaskedArray) and np.ma.getmaskarray(V).any():
-        raise TypeError(f"{name} is a masked array with masked entries: their hidden "
-                        f"values would be used; fill them ({name}.filled(value)) first")
+        raise TypeError(
+            f"{name} is a masked array with masked entries: their hidden "
+            f"values would be used; fill them ({name}.filled(value)) first"
+        )
     V = np.asarray(V)
     if np.iscomplexobj(V):
-        raise TypeError(f"{name} is complex (dtype {V.dtype}); G is real: multiply the real "
-                        f"and imaginary parts separately")
+        raise TypeError(
+            f"{name} is complex (dtype {V.dtype}); G is real: multiply the real "
+            f"and imaginary parts separately"
+        )
     if V.dtype == object or not (np.issubdtype(V.dtype, np.number) or V.dtype == np.bool_):
         raise TypeError(f"{name} must hold real numbers, got dtype {V.dtype}")
     vector = V.ndim == 1
@@ -67,5 +71,7 @@ def check_product(R, V, name, norm_bound, transpose=False):
     if R.size and count_nonfinite(R):
         product = f"G{'.T' if transpose else ''} @ {name}"
         amax = float(np.max(np.abs(V))) if V.size else 0.0
-        raise ValueError(f"{product} overflows the {R.dtype} range: {name} has entries up "
-                         f"to {amax:.3g} and ||G||_2 <= {norm_bound():.3g}; rescale {name}")
+        raise ValueError(
+            f"{product} overflows the {R.dtype} range: {name} has entries up "
+            f"to {amax:.3g} and ||G||_2 <= {norm_bound():.3g}; rescale {name}"
+        )

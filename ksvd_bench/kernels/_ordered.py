@@ -69,7 +69,6 @@ def count_nonfinite(A):
     return bad
 
 
-
 _BLAS = None
 
 
@@ -84,4 +83,3 @@ def one_blas_thread():
 
         _BLAS = ThreadpoolController()
     return _BLAS.limit(limits=1, user_api="blas")
-

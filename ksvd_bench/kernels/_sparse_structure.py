@@ -20,8 +20,9 @@ __all__ = [
 ]
 
 
-def compressed_index_problems(indptr, indices, n_stored, n_major, n_minor, *, exact=False,
-                              major="row", minor="column"):
+def compressed_index_problems(
+    indptr, indices, n_stored, n_major, n_minor, *, exact=False, major="row", minor="column"
+):
     """What is wrong with the index arrays of a compressed (CSR/CSC/BSR) matrix, as phrases.
 
     Reads the arrays once (O(nnz + n_major)) and never writes or copies them.
@@ -48,25 +49,31 @@ def compressed_index_problems(indptr, indices, n_stored, n_major, n_minor, *, ex
     problems = []
     for label, array in (("indptr", indptr), ("indices", indices)):
         if array.ndim != 1 or array.dtype.kind not in "iu":
-            problems.append(f"{label} should be a 1-d integer array, got dtype {array.dtype} "
-                            f"with shape {array.shape}")
+            problems.append(
+                f"{label} should be a 1-d integer array, got dtype {array.dtype} "
+                f"with shape {array.shape}"
+            )
     if problems:
         return problems
     if indptr.size != n_major + 1:
-        return [f"indptr has length {indptr.size}, expected {n_major + 1} (one more than the "
-                f"number of {major}s)"]
+        return [
+            f"indptr has length {indptr.size}, expected {n_major + 1} (one more than the "
+            f"number of {major}s)"
+        ]
     if indices.size != n_stored:
         problems.append(f"indices ({indices.size}) and data ({n_stored}) differ in length")
     if indptr[0] != 0:
         problems.append(f"indptr starts at {int(indptr[0])}, expected 0")
     steps = np.flatnonzero(indptr[1:] < indptr[:-1])
     if steps.size:
-        problems.append(f"indptr decreases ({steps.size} {major}(s) of negative length, the "
-                        f"first is {major} {int(steps[0])})")
+        problems.append(
+            f"indptr decreases ({steps.size} {major}(s) of negative length, the "
+            f"first is {major} {int(steps[0])})"
+        )
     end = int(indptr[-1])
     if end > indices.size or (exact and end != indices.size):
         problems.append(f"indptr ends at {end}, but {indices.size} entries are stored")
-    outside = _out_of_range(minor, indices[:max(0, min(end, indices.size))], n_minor)
+    outside = _out_of_range(minor, indices[: max(0, min(end, indices.size))], n_minor)
     return problems + ([outside] if outside else [])
 
 
@@ -85,11 +92,14 @@ def coordinate_index_problems(row, col, n_stored, shape):
     problems = []
     for label, array, size in (("row", row, shape[0]), ("col", col, shape[1])):
         if array.ndim != 1 or array.dtype.kind not in "iu":
-            problems.append(f"{label} indices should be a 1-d integer array, got dtype "
-                            f"{array.dtype} with shape {array.shape}")
+            problems.append(
+                f"{label} indices should be a 1-d integer array, got dtype "
+                f"{array.dtype} with shape {array.shape}"
+            )
         elif array.size != n_stored:
-            problems.append(f"{label} indices ({array.size}) and data ({n_stored}) differ in "
-                            f"length")
+            problems.append(
+                f"{label} indices ({array.size}) and data ({n_stored}) differ in length"
+            )
         elif outside := _out_of_range(label, array, size):
             problems.append(outside)
     return problems
@@ -115,15 +125,22 @@ def sparse_structure_problems(X):
         names = ("row", "column") if fmt == "csr" else ("column", "row")
         if X.data.ndim != 1:
             return [f"data should be 1-d, got shape {X.data.shape}"]
-        return compressed_index_problems(X.indptr, X.indices, X.data.shape[0], n_major, n_minor,
-                                         major=names[0], minor=names[1])
+        return compressed_index_problems(
+            X.indptr, X.indices, X.data.shape[0], n_major, n_minor, major=names[0], minor=names[1]
+        )
     if fmt == "bsr":
         block_rows, block_cols = X.blocksize
         if X.data.ndim != 3 or n_rows % block_rows or n_cols % block_cols:
             return [f"blocks of data shape {X.data.shape} do not tile the shape {X.shape}"]
-        return compressed_index_problems(X.indptr, X.indices, X.data.shape[0],
-                                         n_rows // block_rows, n_cols // block_cols,
-                                         major="block row", minor="block column")
+        return compressed_index_problems(
+            X.indptr,
+            X.indices,
+            X.data.shape[0],
+            n_rows // block_rows,
+            n_cols // block_cols,
+            major="block row",
+            minor="block column",
+        )
     if fmt == "coo":
         if X.data.ndim != 1:
             return [f"data should be 1-d, got shape {X.data.shape}"]
@@ -135,8 +152,9 @@ def check_sparse_structure(X, name):
     """Raise ValueError naming ``name`` and the defects if ``X`` has a broken index structure."""
     problems = sparse_structure_problems(X)
     if problems:
-        raise ValueError(f"{name} is a malformed {X.format.upper()} sparse matrix: "
-                         f"{'; '.join(problems)}")
+        raise ValueError(
+            f"{name} is a malformed {X.format.upper()} sparse matrix: {'; '.join(problems)}"
+        )
 
 
 def checked_csr(X, name):

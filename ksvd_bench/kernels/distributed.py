@@ -13,5 +13,11 @@ from .backends.dask import (
     svd_compressed,
 )
 
-__all__ = ["DistributedKernelSource", "connect", "check_client", "kernel_tiles",
-           "svd_compressed", "row_blocks"]
+__all__ = [
+    "DistributedKernelSource",
+    "connect",
+    "check_client",
+    "kernel_tiles",
+    "svd_compressed",
+    "row_blocks",
+]

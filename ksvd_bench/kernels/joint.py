@@ -74,8 +74,9 @@ class JointKernel:
                 "apply; use another sampling"
             )
         if X.shape[1] != Z.shape[1]:
-            raise ValueError(f"X and Z must have the same number of columns, got "
-                             f"{X.shape[1]} and {Z.shape[1]}")
+            raise ValueError(
+                f"X and Z must have the same number of columns, got {X.shape[1]} and {Z.shape[1]}"
+            )
         self.kernel = kernel
         self._form = _FORM[kernel]
         self.n_x, self.n_z = int(X.shape[0]), int(Z.shape[0])
@@ -115,7 +116,7 @@ class JointKernel:
             return C
         if self._form == _POLY:
             C += self.coef0
-            return C ** self.degree
+            return C**self.degree
         C *= -2.0
         C += aa[:, None]
         C += bb[None, :]
@@ -139,11 +140,13 @@ class JointKernel:
         idx = check_index(idx, self.n_x + self.n_z, "idx")
         out = np.empty((self.n_x + self.n_z, idx.size))
         for a in range(0, idx.size, _CHUNK_COLS):
-            P, pp = self._points(idx[a:a + _CHUNK_COLS])
-            for V, vv, rows in ((self._X, self._xx, slice(0, self.n_x)),
-                                (self._Z, self._zz, slice(self.n_x, None))):
+            P, pp = self._points(idx[a : a + _CHUNK_COLS])
+            for V, vv, rows in (
+                (self._X, self._xx, slice(0, self.n_x)),
+                (self._Z, self._zz, slice(self.n_x, None)),
+            ):
                 C = np.asarray(V @ P.T, dtype=np.float64)
-                out[rows, a:a + P.shape[0]] = self._apply(C, vv, pp)
+                out[rows, a : a + P.shape[0]] = self._apply(C, vv, pp)
         self.n_entries += out.size
         return out
 
@@ -158,8 +161,10 @@ class JointKernel:
         return self._apply(P @ Q.T, pp, qq)
 
     def __repr__(self):
-        return (f"JointKernel(n_x={self.n_x}, n_z={self.n_z}, kernel={self.kernel!r}, "
-                f"normalise={self.normalise}, center={self.center})")
+        return (
+            f"JointKernel(n_x={self.n_x}, n_z={self.n_z}, kernel={self.kernel!r}, "
+            f"normalise={self.normalise}, center={self.center})"
+        )
 
 
 def _stored_points(backend):
@@ -194,5 +199,12 @@ def joint_kernel_of(src):
             f"KernelSource); this source's backend is {getattr(backend, 'name', None)!r}"
         )
     X, Z = _stored_points(backend)
-    return JointKernel(X, Z, src.kernel, inv_g2=backend.params.inv_g2, degree=src.degree,
-                       coef0=src.coef0, center=src.center)
+    return JointKernel(
+        X,
+        Z,
+        src.kernel,
+        inv_g2=backend.params.inv_g2,
+        degree=src.degree,
+        coef0=src.coef0,
+        center=src.center,
+    )

@@ -82,13 +82,16 @@ def check_data(X, name, *, dtype=None):
             raise TypeError(
                 f"{name} is a masked array with {int(np.ma.count_masked(X))} masked entries; "
                 f"a kernel has no notion of missing values and would read the hidden data: "
-                f"fill them ({name}.filled(value)) or drop those rows first")
+                f"fill them ({name}.filled(value)) or drop those rows first"
+            )
         if isinstance(X, (str, bytes)) or X is None:
             raise TypeError(f"{name} must be an array or a scipy sparse matrix, got {type(X)}")
         X = np.asarray(X)
-        if X.dtype == object or not (
-            np.issubdtype(X.dtype, np.number) or X.dtype == np.bool_
-        ) or np.issubdtype(X.dtype, np.complexfloating):
+        if (
+            X.dtype == object
+            or not (np.issubdtype(X.dtype, np.number) or X.dtype == np.bool_)
+            or np.issubdtype(X.dtype, np.complexfloating)
+        ):
             raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}")
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-d, got ndim={X.ndim}")
@@ -157,8 +160,9 @@ def cross(X, Z, dtype):
 
 def _chunk_rows(n, m):
     """Rows of one chunk of a dense cross product (see ``FUSED_CHUNK_BYTES``)."""
-    return max(FUSED_MIN_ROWS, min(FUSED_MAX_ROWS, FUSED_CHUNK_BYTES // (8 * m),
-                                   -(-n // FUSED_MIN_CHUNKS)))
+    return max(
+        FUSED_MIN_ROWS, min(FUSED_MAX_ROWS, FUSED_CHUNK_BYTES // (8 * m), -(-n // FUSED_MIN_CHUNKS))
+    )
 
 
 def evaluate(X, Z, kernel, inv_g2, degree, coef0, dtype, xx=None, zz=None):
@@ -179,8 +183,9 @@ def evaluate(X, Z, kernel, inv_g2, degree, coef0, dtype, xx=None, zz=None):
         shift = np.empty(n, dtype=np.float64)
         scale = np.empty(n, dtype=np.float64)
         with _one_blas_thread():
-            nb.dense_fused(G, X, Z.T, xx, zz, inv_g2, _KIND[kernel], shift, scale,
-                           _chunk_rows(n, m))
+            nb.dense_fused(
+                G, X, Z.T, xx, zz, inv_g2, _KIND[kernel], shift, scale, _chunk_rows(n, m)
+            )
         return G, shift, scale
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by the caller
         C = cross(X, Z, dtype)
@@ -198,8 +203,19 @@ def evaluate(X, Z, kernel, inv_g2, degree, coef0, dtype, xx=None, zz=None):
     if sp.issparse(C) and kernel in ("sne", "rbf"):
         G = np.empty((n, m), dtype=dtype)
         zorder = np.argsort(zz, kind="stable")
-        nb.sparse_exp_rows(G, C.indptr, C.indices, C.data.astype(dtype, copy=False), xx, zz,
-                           zorder, inv_g2, kernel == "sne", shift, scale)
+        nb.sparse_exp_rows(
+            G,
+            C.indptr,
+            C.indices,
+            C.data.astype(dtype, copy=False),
+            xx,
+            zz,
+            zorder,
+            inv_g2,
+            kernel == "sne",
+            shift,
+            scale,
+        )
         return G, shift, scale
     G = C.toarray().astype(dtype, copy=False) if sp.issparse(C) else C
     G = np.ascontiguousarray(G, dtype=dtype)
@@ -245,8 +261,9 @@ def translate_to_mean(X, Z):
     n, m = X.shape[0], Z.shape[0]
     with np.errstate(over="ignore", invalid="ignore"):
         # weighted means of each set: neither sum of the (huge) coordinates can overflow
-        mu = (n / (n + m)) * X.mean(axis=0, dtype=np.float64) \
-            + (m / (n + m)) * Z.mean(axis=0, dtype=np.float64)
+        mu = (n / (n + m)) * X.mean(axis=0, dtype=np.float64) + (m / (n + m)) * Z.mean(
+            axis=0, dtype=np.float64
+        )
         # one translation for both sets, exactly representable in both dtypes (distances
         # must not change); float32 points stay float32 (x - mu is exact near mu)
         mu = mu.astype(np.float32 if np.float32 in (X.dtype, Z.dtype) else np.float64)
@@ -324,8 +341,9 @@ def scale_for_bandwidth(X, Z, gamma, dtype=np.float64, arithmetic=np.float64):
 def _check_float32_exponents(X, Z, gamma, amax, inv_g2):
     """Raise unless ``inv_g2`` and ``|x - z|^2 inv_g2`` (of the scaled points) stay below
     ``2**MAX_LOG2_EXPONENT_F32``; ``|x - z|^2 <= (|x| + |z|)^2`` bounds the distances."""
-    d_max = (math.sqrt(float(np.max(squared_norms(X))))
-             + math.sqrt(float(np.max(squared_norms(Z))))) ** 2
+    d_max = (
+        math.sqrt(float(np.max(squared_norms(X)))) + math.sqrt(float(np.max(squared_norms(Z))))
+    ) ** 2
     limit = math.ldexp(1.0, MAX_LOG2_EXPONENT_F32)
     top = max(d_max, 1.0) * inv_g2  # also holds 1 / gamma^2 itself (on the scale) in range
     if top <= limit:
@@ -345,9 +363,13 @@ def check_finite_kernel(G, kernel, degree):
         what = "x.z" if kernel == "linear" else f"(x.z + coef0)**{degree:g}"
         raise ValueError(
             f"kernel {kernel!r} gives non-finite values: {what} overflows the float range"
-            + ("" if kernel == "linear" or float(degree).is_integer()
-               else " or is not real (a non-integer degree of a negative base)")
-            + "; rescale X and Z" + ("" if kernel == "linear" else " or lower degree")
+            + (
+                ""
+                if kernel == "linear" or float(degree).is_integer()
+                else " or is not real (a non-integer degree of a negative base)"
+            )
+            + "; rescale X and Z"
+            + ("" if kernel == "linear" else " or lower degree")
         )
 
 
@@ -394,8 +416,7 @@ def _check_cast(X, name, dtype):
             )
 
 
-def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center=False,
-                  dtype=None):
+def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center=False, dtype=None):
     """Dense kernel matrix ``G[i, j] = k(x_i, z_j)`` between the rows of ``X`` and of ``Z``.
 
     Parameters

@@ -51,8 +51,10 @@ def _sum_slack(shape):
 
 def _resolve_gamma(A, kernel, gamma, bandwidth_factor):
     if isinstance(bandwidth_factor, bool) or not isinstance(bandwidth_factor, numbers.Real):
-        raise TypeError(f"bandwidth_factor must be a positive real number, got "
-                        f"{type(bandwidth_factor).__name__}")
+        raise TypeError(
+            f"bandwidth_factor must be a positive real number, got "
+            f"{type(bandwidth_factor).__name__}"
+        )
     if not np.isfinite(bandwidth_factor) or bandwidth_factor <= 0:
         raise ValueError(f"bandwidth_factor must be finite and > 0, got {bandwidth_factor}")
     if kernel not in _KIND:
@@ -68,8 +70,19 @@ def _check_center(center):
     return bool(center)
 
 
-def ksvd_kernel(A, kernel="sne", *, gamma=None, bandwidth_factor=1.0, compat="auto",
-                center=True, random_state=None, degree=2, coef0=1.0, dtype=None):
+def ksvd_kernel(
+    A,
+    kernel="sne",
+    *,
+    gamma=None,
+    bandwidth_factor=1.0,
+    compat="auto",
+    center=True,
+    random_state=None,
+    degree=2,
+    coef0=1.0,
+    dtype=None,
+):
     """Dense KSVD kernel matrix of a data matrix ``A``: ``G[i, j] = k(x_i, z_j)``.
 
     Parameters
@@ -113,8 +126,9 @@ def ksvd_kernel(A, kernel="sne", *, gamma=None, bandwidth_factor=1.0, compat="au
     center = _check_center(center)
     gamma = _resolve_gamma(A, kernel, gamma, bandwidth_factor)
     X, Z = compat_data(A, compat, random_state=random_state)
-    return kernel_matrix(X, Z, kernel, gamma=gamma, degree=degree, coef0=coef0,
-                         center=center, dtype=dtype)
+    return kernel_matrix(
+        X, Z, kernel, gamma=gamma, degree=degree, coef0=coef0, center=center, dtype=dtype
+    )
 
 
 def _structured_class():
@@ -126,8 +140,11 @@ def _structured_class():
 
 
 def _check_chunk_bytes(chunk_bytes):
-    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)) \
-            or chunk_bytes < 1:
+    if (
+        isinstance(chunk_bytes, bool)
+        or not isinstance(chunk_bytes, (int, np.integer))
+        or chunk_bytes < 1
+    ):
         raise ValueError(f"chunk_bytes must be a positive integer, got {chunk_bytes!r}")
     return int(chunk_bytes)
 
@@ -135,16 +152,26 @@ def _check_chunk_bytes(chunk_bytes):
 def _check_points(X, Z, kernel, gamma, degree, coef0, dtype, center):
     """Validate two point sets and the kernel's parameters (as :func:`kernel_matrix`)."""
     X, Z, kernel, gamma, dtype = check_point_pair(X, Z, kernel, gamma, dtype)
-    return (X, Z, kernel, gamma, _check_center(center), check_degree(degree),
-            check_coef0(coef0), dtype)
+    return (
+        X,
+        Z,
+        kernel,
+        gamma,
+        _check_center(center),
+        check_degree(degree),
+        check_coef0(coef0),
+        dtype,
+    )
 
 
 def _check_device_client(device, client):
     """The device; a cluster runs the CPU passes on its workers (no device there)."""
     device = check_device(device)
     if client is not None and device != "cpu":
-        raise ValueError(f"device={device!r} runs in this process: pass client=None, or "
-                         f"device='cpu' with a client")
+        raise ValueError(
+            f"device={device!r} runs in this process: pass client=None, or "
+            f"device='cpu' with a client"
+        )
     return device
 
 
@@ -175,13 +202,18 @@ def _check_bounded(kernel, xx, zz, degree, coef0, dtype):
     # linear: the cross products x.z themselves are stored in the storage dtype
     limit = np.log(np.finfo(dtype if kernel == "linear" else np.float64).max)
     if not log_bound < limit:
-        what = ("||X||_F ||Z||_F" if kernel == "linear" else
-                f"sqrt(sum_i (|x_i|^2 + |coef0|)^{p:g} sum_j (|z_j|^2 + |coef0|)^{p:g})")
+        what = (
+            "||X||_F ||Z||_F"
+            if kernel == "linear"
+            else f"sqrt(sum_i (|x_i|^2 + |coef0|)^{p:g} sum_j (|z_j|^2 + |coef0|)^{p:g})"
+        )
         size = f"10^{log_bound / np.log(10):.0f}" if np.isfinite(log_bound) else "inf"
         fix = "rescale X and Z" + ("" if kernel == "linear" else f" or lower degree={p:g}")
-        raise ValueError(f"kernel {kernel!r} may overflow for these points: its bound on "
-                         f"||G||_2, {what} = {size}, exceeds the {np.dtype(dtype)} range; "
-                         f"{fix}")
+        raise ValueError(
+            f"kernel {kernel!r} may overflow for these points: its bound on "
+            f"||G||_2, {what} = {size}, exceeds the {np.dtype(dtype)} range; "
+            f"{fix}"
+        )
     return float(log_bound)
 
 
@@ -302,9 +334,24 @@ class KernelSource:
     :mod:`ksvd_bench.kernels.backends.base`) and keeps the centring algebra here.
     """
 
-    def __new__(cls, A=None, kernel="sne", *, gamma=None, bandwidth_factor=1.0, compat="auto",
-                center=True, random_state=None, degree=2, coef0=1.0, dtype=None,
-                structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES, client=None, device="cpu"):
+    def __new__(
+        cls,
+        A=None,
+        kernel="sne",
+        *,
+        gamma=None,
+        bandwidth_factor=1.0,
+        compat="auto",
+        center=True,
+        random_state=None,
+        degree=2,
+        coef0=1.0,
+        dtype=None,
+        structured="auto",
+        chunk_bytes=DEFAULT_CHUNK_BYTES,
+        client=None,
+        device="cpu",
+    ):
         if structured not in ("auto", True, False):
             raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
         device = _check_device_client(device, client)
@@ -312,10 +359,21 @@ class KernelSource:
         if device != "cpu" and structured is True:
             raise ValueError("structured=True runs in process on the CPU: use device='cpu'")
         if client is not None and cls is KernelSource:
-            return _on_cluster(A, kernel, gamma=gamma, bandwidth_factor=bandwidth_factor,
-                               compat=compat, center=center, random_state=random_state,
-                               degree=degree, coef0=coef0, dtype=dtype, structured=structured,
-                               chunk_bytes=chunk_bytes, client=client)
+            return _on_cluster(
+                A,
+                kernel,
+                gamma=gamma,
+                bandwidth_factor=bandwidth_factor,
+                compat=compat,
+                center=center,
+                random_state=random_state,
+                degree=degree,
+                coef0=coef0,
+                dtype=dtype,
+                structured=structured,
+                chunk_bytes=chunk_bytes,
+                client=client,
+            )
         if structured is False or device != "cpu" or cls is not KernelSource:
             return super().__new__(cls)
         kernel_ok = isinstance(kernel, str) and kernel in EXP_KERNELS
@@ -342,8 +400,13 @@ class KernelSource:
         # gamma from A as given, exactly as __init__ and ksvd_kernel resolve it
         gamma = _resolve_gamma(A, check_kernel(kernel), gamma, bandwidth_factor)
         try:
-            return klass(A.astype(np.float64), kernel, gamma=gamma, center=_check_center(center),
-                         dtype=out_dtype)
+            return klass(
+                A.astype(np.float64),
+                kernel,
+                gamma=gamma,
+                center=_check_center(center),
+                dtype=out_dtype,
+            )
         except StructureIllConditioned:
             # Signed data whose sparse-plus-rank-one form would cancel: the general lazy
             # source is exact for every input (it recomputes A's checks in __init__).
@@ -351,9 +414,24 @@ class KernelSource:
                 raise
             return super().__new__(cls)
 
-    def __init__(self, A, kernel="sne", *, gamma=None, bandwidth_factor=1.0, compat="auto",
-                 center=True, random_state=None, degree=2, coef0=1.0, dtype=None,
-                 structured="auto", chunk_bytes=DEFAULT_CHUNK_BYTES, client=None, device="cpu"):
+    def __init__(
+        self,
+        A,
+        kernel="sne",
+        *,
+        gamma=None,
+        bandwidth_factor=1.0,
+        compat="auto",
+        center=True,
+        random_state=None,
+        degree=2,
+        coef0=1.0,
+        dtype=None,
+        structured="auto",
+        chunk_bytes=DEFAULT_CHUNK_BYTES,
+        client=None,
+        device="cpu",
+    ):
         device = _check_device_client(device, client)
         kernel = check_kernel(kernel)
         A = check_data(A, "A")
@@ -372,9 +450,22 @@ class KernelSource:
 
     # ----------------------------------------------------------------- construction
     @classmethod
-    def from_points(cls, X, Z, kernel="sne", *, gamma=None, center=False, degree=2, coef0=1.0,
-                    dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, client=None, device="cpu",
-                    setup="eager"):
+    def from_points(
+        cls,
+        X,
+        Z,
+        kernel="sne",
+        *,
+        gamma=None,
+        center=False,
+        degree=2,
+        coef0=1.0,
+        dtype=None,
+        chunk_bytes=DEFAULT_CHUNK_BYTES,
+        client=None,
+        device="cpu",
+        setup="eager",
+    ):
         """Lazy kernel matrix of two point sets, ``G_ij = k(x_i, z_j)``.
 
         Equal to ``kernel_matrix(X, Z, kernel, ...)`` to rounding (SNE and t rows are
@@ -437,21 +528,46 @@ class KernelSource:
         device = _check_device_client(device, client)
         setup = check_choice("setup", setup, ("eager", "lazy"))
         if setup == "lazy" and client is not None:
-            raise ValueError("setup='lazy' runs in process only: the cluster runs the set-up "
-                             "pass when the source is built (pass setup='eager' with client)")
+            raise ValueError(
+                "setup='lazy' runs in process only: the cluster runs the set-up "
+                "pass when the source is built (pass setup='eager' with client)"
+            )
         if client is not None:
             from .backends.dask import DistributedKernelSource, check_client
 
             check_client(client)
-        src = cls._from_arrays(X, Z, kernel, gamma=gamma, center=center, degree=degree,
-                               coef0=coef0, dtype=dtype, chunk_bytes=chunk_bytes,
-                               setup=client is None and setup == "eager", device=device)
+        src = cls._from_arrays(
+            X,
+            Z,
+            kernel,
+            gamma=gamma,
+            center=center,
+            degree=degree,
+            coef0=coef0,
+            dtype=dtype,
+            chunk_bytes=chunk_bytes,
+            setup=client is None and setup == "eager",
+            device=device,
+        )
         src._lazy_setup = setup == "lazy"
         return src if client is None else DistributedKernelSource(src, client)
 
     @classmethod
-    def _from_arrays(cls, X, Z, kernel="sne", *, gamma=None, center=False, degree=2, coef0=1.0,
-                     dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES, setup=True, device="cpu"):
+    def _from_arrays(
+        cls,
+        X,
+        Z,
+        kernel="sne",
+        *,
+        gamma=None,
+        center=False,
+        degree=2,
+        coef0=1.0,
+        dtype=None,
+        chunk_bytes=DEFAULT_CHUNK_BYTES,
+        setup=True,
+        device="cpu",
+    ):
         """:meth:`from_points` with the set-up pass optional (scale-out hook).
 
         With ``setup=False`` the source holds its points but no per-row constants: run
@@ -466,8 +582,9 @@ class KernelSource:
             obj._run_setup()
         return obj
 
-    def _init_points(self, X, Z, kernel, gamma, center, degree, coef0, dtype, chunk_bytes,
-                     device="cpu"):
+    def _init_points(
+        self, X, Z, kernel, gamma, center, degree, coef0, dtype, chunk_bytes, device="cpu"
+    ):
         """Store the points and hand them to the backend of ``device``; no pass is run."""
         self.kernel = kernel
         self.gamma = gamma
@@ -542,21 +659,27 @@ class KernelSource:
         if not self._ready and self._lazy_setup:
             self._run_setup()
         if not self._ready:
-            raise RuntimeError("the set-up pass has not run: call _finish_setup with the "
-                               "results of _setup_rows over [0, N) first")
+            raise RuntimeError(
+                "the set-up pass has not run: call _finish_setup with the "
+                "results of _setup_rows over [0, N) first"
+            )
 
     def _check_range(self, a, b):
         n = self.shape[0]
-        if not (isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer))
-                and 0 <= a <= b <= n):
+        if not (
+            isinstance(a, (int, np.integer))
+            and isinstance(b, (int, np.integer))
+            and 0 <= a <= b <= n
+        ):
             raise ValueError(f"row range must satisfy 0 <= a <= b <= {n}, got ({a!r}, {b!r})")
         return int(a), int(b)
 
     def _eval(self, ridx, cidx):
         """Block ``G[ridx][:, cidx]``; None stands for all rows / all columns."""
         self._check_ready()
-        B = self._backend.block(ridx, cidx, self._shift, self._scale, self._rmean,
-                                self._cmean, self._gmean, self.center)
+        B = self._backend.block(
+            ridx, cidx, self._shift, self._scale, self._rmean, self._cmean, self._gmean, self.center
+        )
         check_finite_kernel(B, self.kernel, self.degree)
         return B
 
@@ -579,8 +702,14 @@ class KernelSource:
         """
         a, b = self._check_range(a, b)
         if not (self._normalised or self.center):
-            return {"rows": (a, b), "shift": np.zeros(b - a), "scale": np.ones(b - a),
-                    "rowsum": None, "colsum": None, "sumsq": None}
+            return {
+                "rows": (a, b),
+                "shift": np.zeros(b - a),
+                "scale": np.ones(b - a),
+                "rowsum": None,
+                "colsum": None,
+                "sumsq": None,
+            }
         return self._backend.setup_rows(a, b, self._normalised, self.center)
 
     def _finish_setup(self, parts):
@@ -591,10 +720,13 @@ class KernelSource:
         """
         n, m = self.shape
         ranges = sorted(p["rows"] for p in parts)
-        if not ranges or ranges[0][0] != 0 or ranges[-1][1] != n or any(
-                r[1] != s[0] for r, s in zip(ranges[:-1], ranges[1:], strict=True)):
-            raise ValueError(f"the row ranges of parts must tile [0, {n}) exactly, got "
-                             f"{ranges}")
+        if (
+            not ranges
+            or ranges[0][0] != 0
+            or ranges[-1][1] != n
+            or any(r[1] != s[0] for r, s in zip(ranges[:-1], ranges[1:], strict=True))
+        ):
+            raise ValueError(f"the row ranges of parts must tile [0, {n}) exactly, got {ranges}")
         shift, scale, rowsum = np.zeros(n), np.ones(n), np.zeros(n)
         colsum = np.zeros(m)
         sumsq = 0.0
@@ -731,8 +863,7 @@ class KernelSource:
         Y, W = self._pass_rows(0, self.shape[0], Om, Ps)
         self.n_matmat += 2
         self.n_passes += 1
-        return (self._result(Y, Om, vo, "Omega"),
-                self._result(W, Ps, vp, "Psi", transpose=True))
+        return (self._result(Y, Om, vo, "Omega"), self._result(W, Ps, vp, "Psi", transpose=True))
 
     def dense(self):
         """All of G as a dense array (O(N M) memory; one pass)."""
@@ -774,8 +905,12 @@ class KernelSource:
         if not self.center:
             return self._sumsq
         n, m = self.shape
-        return (self._sumsq - m * ordered_sum_squares(self._rmean)
-                - n * ordered_sum_squares(self._cmean) + n * m * self._gmean ** 2)
+        return (
+            self._sumsq
+            - m * ordered_sum_squares(self._rmean)
+            - n * ordered_sum_squares(self._cmean)
+            + n * m * self._gmean**2
+        )
 
     def frobenius_norm(self):
         """``||G||_F`` of the (normalised, centred) G, exact to rounding, or None (unknown).
@@ -855,8 +990,11 @@ class KernelSource:
         value = math.sqrt(total)
         eps = np.finfo(np.float64).eps
         uncentred = math.sqrt(self._sumsq)
-        slack = (12 * eps * uncentred + _sum_slack(self.shape) * (uncentred + value)
-                 + self._evaluation_slack())
+        slack = (
+            12 * eps * uncentred
+            + _sum_slack(self.shape) * (uncentred + value)
+            + self._evaluation_slack()
+        )
         if self.dtype != np.float64:
             slack += np.finfo(self.dtype).eps * value  # the block's cast, entry by entry
         return value, float(slack)
@@ -902,8 +1040,10 @@ class KernelSource:
         return joint_kernel_of(self)
 
     def __repr__(self):
-        return (f"KernelSource(shape={self.shape}, kernel={self.kernel!r}, gamma={self.gamma}, "
-                f"compat={self.compat!r}, center={self.center}, dtype={self.dtype})")
+        return (
+            f"KernelSource(shape={self.shape}, kernel={self.kernel!r}, gamma={self.gamma}, "
+            f"compat={self.compat!r}, center={self.center}, dtype={self.dtype})"
+        )
 
 
 def _on_cluster(A, kernel, *, structured, client, **params):

@@ -105,8 +105,9 @@ def _davis_kahan_terms(mu, labels, null, tail, ru, rv, rank):
         if null[i]:
             # The null cluster holds the zeros and -sigma_j of J near 0: only values outside
             # it (and the tail, when it lies outside) bound the angle.
-            gaps[i] = min(_gap_to_other_clusters(mu, labels, i),
-                          tail - mu[i] if tail_outside else np.inf)
+            gaps[i] = min(
+                _gap_to_other_clusters(mu, labels, i), tail - mu[i] if tail_outside else np.inf
+            )
         else:
             gaps[i] = min(mu[i] - tail, _gap_to_other_clusters(mu, labels, i), mu[i])
     rho2 = 0.5 * (ru[:rank] ** 2 + rv[:rank] ** 2)
@@ -285,7 +286,15 @@ def residual_estimate(
     w, upper = _estimate_weights(src, Q, tail, rank, weights)
     estimate = float(w @ terms / rank)
     if return_terms:
-        return estimate, {"terms": terms, "gaps": gaps, "mu": mu[:rank], "tail": tail,
-                          "ritz": bool(is_ritz), "weights": w, "sigma_upper": upper,
-                          "res_u": ru[:rank], "res_v": rv[:rank]}
+        return estimate, {
+            "terms": terms,
+            "gaps": gaps,
+            "mu": mu[:rank],
+            "tail": tail,
+            "ritz": bool(is_ritz),
+            "weights": w,
+            "sigma_upper": upper,
+            "res_u": ru[:rank],
+            "res_v": rv[:rank],
+        }
     return estimate

@@ -43,8 +43,9 @@ def _column_chunks(src, chunk=None):
 
 
 def _check_chunk(chunk):
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer))
-                              or chunk < 1):
+    if chunk is not None and (
+        isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1
+    ):
         raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
 
 
@@ -75,8 +76,9 @@ def frobenius_norm(G, *, chunk=None) -> float:
     for member in ("col_norms_sq", "row_norms_sq"):
         if callable(getattr(src, member, None)):
             return float(math.sqrt(max(float(np.sum(getattr(src, member)())), 0.0)))
-    return float(math.sqrt(sum(float(np.einsum("ij,ij->", C, C))
-                               for C in _column_chunks(src, chunk))))
+    return float(
+        math.sqrt(sum(float(np.einsum("ij,ij->", C, C)) for C in _column_chunks(src, chunk)))
+    )
 
 
 def _projection_errors_pass(src, bases, chunk):
@@ -239,6 +241,11 @@ def lowrank_error(
     floor = floor_rtol * fro
     excess = _excess(error, optimum, floor)
     if return_terms:
-        return excess, {"error": error, "optimum": optimum, "norm_fro": fro, "floor": floor,
-                        "method": method}
+        return excess, {
+            "error": error,
+            "optimum": optimum,
+            "norm_fro": fro,
+            "floor": floor,
+            "method": method,
+        }
     return excess

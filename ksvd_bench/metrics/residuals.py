@@ -85,8 +85,9 @@ def _check_products(products, U, V):
     return GV, GtU
 
 
-def triplet_residual(G, approx, *, rank=None, reference=None, scale=None, products=None,
-                     return_terms=False):
+def triplet_residual(
+    G, approx, *, rank=None, reference=None, scale=None, products=None, return_terms=False
+):
     """How well ``U~``, ``s~`` and ``V~`` fit together as singular triplets of ``G``.
 
     Parameters

@@ -46,7 +46,8 @@ def _int_at_least(minimum):
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"expected an integer >= {minimum}, got {text!r}") from None
+                f"expected an integer >= {minimum}, got {text!r}"
+            ) from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
         return value
@@ -69,7 +70,8 @@ def _name_in(allowed):
         key = text.strip().lower()
         if key not in allowed:
             raise argparse.ArgumentTypeError(
-                f"unknown dataset {text!r}; valid names are {', '.join(allowed)}")
+                f"unknown dataset {text!r}; valid names are {', '.join(allowed)}"
+            )
         return key
 
     return parse
@@ -96,8 +98,10 @@ def _out_dir(text):
 # ------------------------------------------------------------------ pre-flight checks
 def _usage_error(args, flag, message):
     """Exit as argparse does for a bad value (status 2, the flag named)."""
-    print(f"ksvd-bench reproduce {args.experiment}: error: argument {flag}: {message}",
-          file=sys.stderr)
+    print(
+        f"ksvd-bench reproduce {args.experiment}: error: argument {flag}: {message}",
+        file=sys.stderr,
+    )
     raise SystemExit(2)
 
 
@@ -130,8 +134,9 @@ def _check_subsample(args, name):
                 labels = np.asarray(graph.labels)[keep]
                 check_labels_splittable(labels, test_size=_TEST_SIZE, cv_folds=cv_folds)
         except ValueError as exc:
-            _usage_error(args, "--subsample", f"{args.subsample} nodes of {dataset} are too "
-                         f"few: {exc}")
+            _usage_error(
+                args, "--subsample", f"{args.subsample} nodes of {dataset} are too few: {exc}"
+            )
 
 
 def _preflight(name, args):
@@ -146,8 +151,12 @@ def _save(args, name, result, title, columns, precision=3, notes=()):
 
     out = Path(args.out)
     write_csv(out / f"{name}.csv", result["rows"])
-    payload = dict(result, command=" ".join(["ksvd-bench"] + sys.argv[1:]),
-                   seconds=result.get("seconds"), machine=machine_info())
+    payload = dict(
+        result,
+        command=" ".join(["ksvd-bench"] + sys.argv[1:]),
+        seconds=result.get("seconds"),
+        machine=machine_info(),
+    )
     write_json(out / f"{name}.json", payload)
     print(format_table(result["rows"], columns, precision=precision, title=title))
     for line in notes:
@@ -187,11 +196,26 @@ def _run_node_classification(args):
         random_state=args.seed,
     )
     result = _timed(run_node_classification, **kwargs)
-    _save(args, "node_classification", result,
-          "Node classification (RidgeClassifier alpha=1): ours vs paper (Table 1)",
-          ["dataset", "method", "n_features", "micro", "micro_std", "paper_micro", "macro",
-           "macro_std", "paper_macro", "factors", "note"],
-          notes=format_chance_levels(result))
+    _save(
+        args,
+        "node_classification",
+        result,
+        "Node classification (RidgeClassifier alpha=1): ours vs paper (Table 1)",
+        [
+            "dataset",
+            "method",
+            "n_features",
+            "micro",
+            "micro_std",
+            "paper_micro",
+            "macro",
+            "macro_std",
+            "paper_macro",
+            "factors",
+            "note",
+        ],
+        notes=format_chance_levels(result),
+    )
     return 0
 
 
@@ -208,10 +232,25 @@ def _run_graph_reconstruction(args):
         random_state=args.seed,
     )
     result = _timed(run_graph_reconstruction, **kwargs)
-    _save(args, "graph_reconstruction", result,
-          "Graph reconstruction: induced 1-norm / spectral norm of A - A_hat vs paper (Table 2)",
-          ["dataset", "method", "l1", "paper_l1", "l2", "paper_l2", "missing", "spurious",
-           "n_diff", "note"], precision=1)
+    _save(
+        args,
+        "graph_reconstruction",
+        result,
+        "Graph reconstruction: induced 1-norm / spectral norm of A - A_hat vs paper (Table 2)",
+        [
+            "dataset",
+            "method",
+            "l1",
+            "paper_l1",
+            "l2",
+            "paper_l2",
+            "missing",
+            "spurious",
+            "n_diff",
+            "note",
+        ],
+        precision=1,
+    )
     return 0
 
 
@@ -219,11 +258,20 @@ def _run_uci(args):
     from ksvd_bench.paper.uci import run_uci
 
     _preflight("uci", args)
-    result = _timed(run_uci, datasets=args.datasets, n_runs=args.runs or (3 if args.quick
-                                                                           else 10),
-                    progress=not args.no_progress, random_state=args.seed)
-    _save(args, "uci", result, "UCI: KPCA vs KSVD (4 features, linear model) vs paper",
-          ["dataset", "metric", "method", "value", "std", "paper"])
+    result = _timed(
+        run_uci,
+        datasets=args.datasets,
+        n_runs=args.runs or (3 if args.quick else 10),
+        progress=not args.no_progress,
+        random_state=args.seed,
+    )
+    _save(
+        args,
+        "uci",
+        result,
+        "UCI: KPCA vs KSVD (4 features, linear model) vs paper",
+        ["dataset", "metric", "method", "value", "std", "paper"],
+    )
     return 0
 
 
@@ -231,11 +279,21 @@ def _run_ablation(args):
     from ksvd_bench.paper.ablation import run_ablation
 
     _preflight("ablation", args)
-    result = _timed(run_ablation, datasets=args.datasets,
-                    n_runs=args.runs or (3 if args.quick else 10),
-                    progress=not args.no_progress, random_state=args.seed)
-    _save(args, "ablation", result, "Ablation: poly-2 features + SVD vs KSVD poly-2 vs paper",
-          ["dataset", "metric", "method", "value", "std", "paper"], precision=4)
+    result = _timed(
+        run_ablation,
+        datasets=args.datasets,
+        n_runs=args.runs or (3 if args.quick else 10),
+        progress=not args.no_progress,
+        random_state=args.seed,
+    )
+    _save(
+        args,
+        "ablation",
+        result,
+        "Ablation: poly-2 features + SVD vs KSVD poly-2 vs paper",
+        ["dataset", "metric", "method", "value", "std", "paper"],
+        precision=4,
+    )
     return 0
 
 
@@ -257,10 +315,25 @@ def _run_nystrom_f1(args):
         progress=not args.no_progress,
         random_state=args.seed,
     )
-    _save(args, "nystrom_f1", result, "F1 vs m: KSVD asym Nystrom vs KPCA sym Nystrom (RBF)",
-          ["dataset", "method", "m", "n_features", "micro", "micro_std", "macro", "macro_std",
-           "seconds", "note"],
-          notes=format_chance_levels(result))
+    _save(
+        args,
+        "nystrom_f1",
+        result,
+        "F1 vs m: KSVD asym Nystrom vs KPCA sym Nystrom (RBF)",
+        [
+            "dataset",
+            "method",
+            "m",
+            "n_features",
+            "micro",
+            "micro_std",
+            "macro",
+            "macro_std",
+            "seconds",
+            "note",
+        ],
+        notes=format_chance_levels(result),
+    )
     png = plot_f1_vs_m(result, Path(args.out) / "nystrom_f1.png")
     print(f"[nystrom_f1] wrote {png}")
     return 0
@@ -270,11 +343,27 @@ def _run_asymmetry(args):
     from ksvd_bench.paper.asymmetry import NOT_COMPARABLE, PAPER_COLUMN, run_asymmetry
 
     _preflight("asymmetry", args)
-    result = _timed(run_asymmetry, datasets=args.datasets, progress=not args.no_progress,
-                    random_state=args.seed)
-    _save(args, "asymmetry", result, "Asymmetry: KDE KL between rows and a1-projected columns",
-          ["dataset", "n_rows", "n_cols", "kl_rows", "kl_cols", "kl_rows_sum", "kl_cols_sum",
-           ("paper", PAPER_COLUMN)], precision=2, notes=[f"{PAPER_COLUMN}: {NOT_COMPARABLE}"])
+    result = _timed(
+        run_asymmetry, datasets=args.datasets, progress=not args.no_progress, random_state=args.seed
+    )
+    _save(
+        args,
+        "asymmetry",
+        result,
+        "Asymmetry: KDE KL between rows and a1-projected columns",
+        [
+            "dataset",
+            "n_rows",
+            "n_cols",
+            "kl_rows",
+            "kl_cols",
+            "kl_rows_sum",
+            "kl_cols_sum",
+            ("paper", PAPER_COLUMN),
+        ],
+        precision=2,
+        notes=[f"{PAPER_COLUMN}: {NOT_COMPARABLE}"],
+    )
     return 0
 
 
@@ -309,24 +398,42 @@ def _run_all(args):
 
 # ------------------------------------------------------------------ parsers
 def _common(p, datasets, allowed):
-    p.add_argument("--out", type=_out_dir, default="results/reproduce",
-                   help="output directory (created if missing)")
-    p.add_argument("--quick", action="store_true",
-                   help="small configuration (fewer runs/components/samples)")
-    p.add_argument("--seed", type=_int_at_least(0), default=0,
-                   help="random_state of the experiment (an integer >= 0)")
-    p.add_argument("--runs", type=_int_at_least(1), default=None,
-                   help="number of random splits (>= 1)")
+    p.add_argument(
+        "--out",
+        type=_out_dir,
+        default="results/reproduce",
+        help="output directory (created if missing)",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="small configuration (fewer runs/components/samples)"
+    )
+    p.add_argument(
+        "--seed",
+        type=_int_at_least(0),
+        default=0,
+        help="random_state of the experiment (an integer >= 0)",
+    )
+    p.add_argument(
+        "--runs", type=_int_at_least(1), default=None, help="number of random splits (>= 1)"
+    )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     if datasets is not None:
-        p.add_argument("--datasets", type=_csv_list(_name_in(allowed)), default=datasets,
-                       help=f"comma-separated, default {','.join(datasets)}")
+        p.add_argument(
+            "--datasets",
+            type=_csv_list(_name_in(allowed)),
+            default=datasets,
+            help=f"comma-separated, default {','.join(datasets)}",
+        )
 
 
 def _subsample_flag(p):
-    p.add_argument("--subsample", type=_int_at_least(_MIN_SUBSAMPLE), default=None,
-                   help=f"keep the first n nodes (n >= {_MIN_SUBSAMPLE}, and enough nodes of "
-                   "every class for a stratified split)")
+    p.add_argument(
+        "--subsample",
+        type=_int_at_least(_MIN_SUBSAMPLE),
+        default=None,
+        help=f"keep the first n nodes (n >= {_MIN_SUBSAMPLE}, and enough nodes of "
+        "every class for a stratified split)",
+    )
 
 
 def add_parser(subparsers):
@@ -335,105 +442,150 @@ def add_parser(subparsers):
     Each leaf parser sets ``func`` (called with the parsed namespace, returns an exit code).
     """
     rep = subparsers.add_parser(
-        "reproduce", help="reproduce the paper's feature-learning tables and figures",
+        "reproduce",
+        help="reproduce the paper's feature-learning tables and figures",
         description="Run one of the paper's feature-learning experiments (or all of them), "
-                    "print our table beside the paper's, and write <out>/<experiment>.csv and "
-                    ".json (rows, protocol, command, machine). --quick picks a small "
-                    "configuration that finishes in minutes on 2 cores. See REPRODUCTION.md.")
+        "print our table beside the paper's, and write <out>/<experiment>.csv and "
+        ".json (rows, protocol, command, machine). --quick picks a small "
+        "configuration that finishes in minutes on 2 cores. See REPRODUCTION.md.",
+    )
     sub = rep.add_subparsers(dest="experiment", required=True, metavar="experiment")
     components = _int_at_least(1)
 
     p = sub.add_parser(
-        "node-classification", help="Table 1: node classification F1",
+        "node-classification",
+        help="Table 1: node classification F1",
         description="Table 1: KSVD embeddings of the directed citation graphs (SNE kernel of "
-                    "the adjacency matrix) against SVD, PCA and KPCA features, classified by a "
-                    "RidgeClassifier (alpha=1) on random splits; the bandwidth is chosen by "
-                    "10-fold CV on the training part. Micro and macro F1, mean and std over "
-                    "--runs, beside the paper's numbers and the chance levels.")
+        "the adjacency matrix) against SVD, PCA and KPCA features, classified by a "
+        "RidgeClassifier (alpha=1) on random splits; the bandwidth is chosen by "
+        "10-fold CV on the training part. Micro and macro F1, mean and std over "
+        "--runs, beside the paper's numbers and the chance levels.",
+    )
     _common(p, _GRAPHS, _GRAPHS)
-    p.add_argument("--n-components", type=components, default=None,
-                   help="embedding dimension per side, >= 1 (default 256, quick 32; PubMed 16)")
-    p.add_argument("--grid", type=_csv_list(_positive_float), default=None,
-                   help="bandwidth factors (> 0) searched by 10-fold CV")
-    p.add_argument("--feature-mode", default="uv", choices=("u", "us", "uv", "usvs"),
-                   help="which KSVD factors make a node's features: u (left singular "
-                        "vectors), us (U scaled by the singular values), uv (U and V side by "
-                        "side, the paper's), usvs (both scaled) (default: %(default)s)")
+    p.add_argument(
+        "--n-components",
+        type=components,
+        default=None,
+        help="embedding dimension per side, >= 1 (default 256, quick 32; PubMed 16)",
+    )
+    p.add_argument(
+        "--grid",
+        type=_csv_list(_positive_float),
+        default=None,
+        help="bandwidth factors (> 0) searched by 10-fold CV",
+    )
+    p.add_argument(
+        "--feature-mode",
+        default="uv",
+        choices=("u", "us", "uv", "usvs"),
+        help="which KSVD factors make a node's features: u (left singular "
+        "vectors), us (U scaled by the singular values), uv (U and V side by "
+        "side, the paper's), usvs (both scaled) (default: %(default)s)",
+    )
     p.add_argument("--standardize", action="store_true", help="standardise features first")
     _subsample_flag(p)
     p.set_defaults(func=_run_node_classification)
 
     p = sub.add_parser(
-        "graph-reconstruction", help="Table 2: graph reconstruction",
+        "graph-reconstruction",
+        help="Table 2: graph reconstruction",
         description="Table 2: reconstruct the adjacency matrix from the rank-r embeddings "
-                    "(PCA, KPCA, SVD and KSVD) and report the induced "
-                    "1-norm and spectral norm of A - A_hat, missing and spurious edges, beside "
-                    "the paper's numbers.")
+        "(PCA, KPCA, SVD and KSVD) and report the induced "
+        "1-norm and spectral norm of A - A_hat, missing and spurious edges, beside "
+        "the paper's numbers.",
+    )
     _common(p, _GRAPHS, _GRAPHS)
-    p.add_argument("--n-components", type=components, default=None,
-                   help=">= 1, default 64, quick 32")
-    p.add_argument("--scale", default="u", choices=("u", "us", "sqrt"),
-                   help="how the embeddings are scaled before the reconstruction: u (vectors "
-                        "only), us (by the singular values), sqrt (by their square roots) "
-                        "(default: %(default)s)")
+    p.add_argument(
+        "--n-components", type=components, default=None, help=">= 1, default 64, quick 32"
+    )
+    p.add_argument(
+        "--scale",
+        default="u",
+        choices=("u", "us", "sqrt"),
+        help="how the embeddings are scaled before the reconstruction: u (vectors "
+        "only), us (by the singular values), sqrt (by their square roots) "
+        "(default: %(default)s)",
+    )
     _subsample_flag(p)
     p.set_defaults(func=_run_graph_reconstruction)
 
     p = sub.add_parser(
-        "uci", help="UCI table: KPCA vs KSVD (a0/a1/a2)",
+        "uci",
+        help="UCI table: KPCA vs KSVD (a0/a1/a2)",
         description="The UCI table: four features from KPCA and from KSVD with the paper's "
-                    "compatibility maps a0, a1, a2, fed to a linear model on five tables; the "
-                    "metric per table (accuracy or error), mean and std over --runs, beside "
-                    "the paper's.")
+        "compatibility maps a0, a1, a2, fed to a linear model on five tables; the "
+        "metric per table (accuracy or error), mean and std over --runs, beside "
+        "the paper's.",
+    )
     _common(p, _TABLES, _TABLES)
     p.set_defaults(func=_run_uci)
 
     p = sub.add_parser(
-        "ablation", help="degree-2 polynomial ablation",
+        "ablation",
+        help="degree-2 polynomial ablation",
         description="The ablation: explicit degree-2 polynomial features followed by an SVD "
-                    "against KSVD with the degree-2 polynomial kernel, on the UCI tables, "
-                    "beside the paper's numbers.")
+        "against KSVD with the degree-2 polynomial kernel, on the UCI tables, "
+        "beside the paper's numbers.",
+    )
     _common(p, _TABLES, _TABLES)
     p.set_defaults(func=_run_ablation)
 
     p = sub.add_parser(
-        "nystrom-f1", help="F1 vs m figure (PNG + CSV)",
+        "nystrom-f1",
+        help="F1 vs m figure (PNG + CSV)",
         description="The Nystrom figure: node-classification F1 of KSVD features from "
-                    "asymmetric Nystrom against KPCA features from symmetric Nystrom (RBF "
-                    "kernel), as the number of samples m grows; writes nystrom_f1.png beside "
-                    "the CSV and JSON.")
+        "asymmetric Nystrom against KPCA features from symmetric Nystrom (RBF "
+        "kernel), as the number of samples m grows; writes nystrom_f1.png beside "
+        "the CSV and JSON.",
+    )
     _common(p, _GRAPHS, _GRAPHS)
-    p.add_argument("--m-grid", type=_csv_list(_int_at_least(2)), default=None,
-                   help="Nystrom sample sizes, each >= 2; one above a graph's node count runs "
-                   "at the node count (noted in its row)")
-    p.add_argument("--n-components", type=components, default=None,
-                   help="r >= 1, capped at m // 2; each method gets 2r features "
-                   "(default 50, quick 16)")
+    p.add_argument(
+        "--m-grid",
+        type=_csv_list(_int_at_least(2)),
+        default=None,
+        help="Nystrom sample sizes, each >= 2; one above a graph's node count runs "
+        "at the node count (noted in its row)",
+    )
+    p.add_argument(
+        "--n-components",
+        type=components,
+        default=None,
+        help="r >= 1, capped at m // 2; each method gets 2r features (default 50, quick 16)",
+    )
     p.add_argument("--standardize", action="store_true", help="standardise features first")
     _subsample_flag(p)
     p.set_defaults(func=_run_nystrom_f1)
 
     p = sub.add_parser(
-        "asymmetry", help="KL asymmetry of the UCI tables",
+        "asymmetry",
+        help="KL asymmetry of the UCI tables",
         description="How asymmetric each UCI table is: the KL divergence between kernel "
-                    "density estimates of the rows and of the a1-projected columns (the "
-                    "paper's column is printed beside ours, with why they are not "
-                    "comparable).")
+        "density estimates of the rows and of the a1-projected columns (the "
+        "paper's column is printed beside ours, with why they are not "
+        "comparable).",
+    )
     _common(p, _TABLES, _TABLES)
     p.set_defaults(func=_run_asymmetry)
 
     p = sub.add_parser(
-        "all", help="every experiment above",
+        "all",
+        help="every experiment above",
         description="Every experiment above, in order, each on its default datasets; every "
-                    "setting is checked before the first experiment starts.")
+        "setting is checked before the first experiment starts.",
+    )
     _common(p, None, None)
-    p.add_argument("--n-components", type=components, default=None,
-                   help="embedding dimension (>= 1) for every experiment that has one "
-                        "(node-classification, graph-reconstruction, nystrom-f1); default: "
-                        "each experiment's own")
+    p.add_argument(
+        "--n-components",
+        type=components,
+        default=None,
+        help="embedding dimension (>= 1) for every experiment that has one "
+        "(node-classification, graph-reconstruction, nystrom-f1); default: "
+        "each experiment's own",
+    )
     _subsample_flag(p)
-    p.set_defaults(func=_run_all, grid=None, feature_mode="uv", standardize=False, scale="u",
-                   m_grid=None)
+    p.set_defaults(
+        func=_run_all, grid=None, feature_mode="uv", standardize=False, scale="u", m_grid=None
+    )
     return rep
 
 

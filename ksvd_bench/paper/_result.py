@@ -20,8 +20,9 @@ def _summarise(value):
     if isinstance(value, list):
         if value and isinstance(value[0], dict):
             keys = list(value[0])
-            shown = ", ".join(keys[:_SHOWN_COLUMNS]) + (", ..." if len(keys) > _SHOWN_COLUMNS
-                                                        else "")
+            shown = ", ".join(keys[:_SHOWN_COLUMNS]) + (
+                ", ..." if len(keys) > _SHOWN_COLUMNS else ""
+            )
             return f"<{len(value)} rows: {shown}>"
         return f"<list of {len(value)}>"
     if isinstance(value, dict):

@@ -71,10 +71,17 @@ def run_ablation(
         paper's value; ``protocol``.
     """
     if compat not in paper_numbers.COMPAT_LABELS:
-        raise ValueError(f"compat must be one of {tuple(paper_numbers.COMPAT_LABELS)}, "
-                         f"got {compat!r}")
-    run = RunSetup(random_state, progress=progress, loader=table_loader, kind="table",
-                   n_runs=n_runs, n_components=n_components)
+        raise ValueError(
+            f"compat must be one of {tuple(paper_numbers.COMPAT_LABELS)}, got {compat!r}"
+        )
+    run = RunSetup(
+        random_state,
+        progress=progress,
+        loader=table_loader,
+        kind="table",
+        n_runs=n_runs,
+        n_components=n_components,
+    )
     n_runs = run.counts["n_runs"]
     rows = []
     for name in datasets:
@@ -87,14 +94,23 @@ def run_ablation(
             Xtr, Xte = scaler.transform(X[train]), scaler.transform(X[test])
             Ftr, Fte = poly_svd_features(Xtr, Xte, n_components=n_components)
             scores["poly+svd"].append(evaluate_linear(task, Ftr, y[train], Fte, y[test])[metric])
-            Ftr, Fte = table_features(f"ksvd-poly-{compat}", Xtr, Xte, n_components=n_components,
-                                      random_state=run.seed())
+            Ftr, Fte = table_features(
+                f"ksvd-poly-{compat}", Xtr, Xte, n_components=n_components, random_state=run.seed()
+            )
             scores["ksvd-poly"].append(evaluate_linear(task, Ftr, y[train], Fte, y[test])[metric])
         paper = paper_numbers.ABLATION.get(name)
         for k, method in enumerate(ABLATION_METHODS):
             vals = np.array(scores[method])
-            rows.append(dict(dataset=name, metric=metric, method=method, value=vals.mean(),
-                             std=vals.std(), paper=None if paper is None else paper[1 + k]))
+            rows.append(
+                dict(
+                    dataset=name,
+                    metric=metric,
+                    method=method,
+                    value=vals.mean(),
+                    std=vals.std(),
+                    paper=None if paper is None else paper[1 + k],
+                )
+            )
     protocol = dict(
         split=f"random 80/20 (stratified for classification), {n_runs} runs",
         poly_svd="PolynomialFeatures(2) of standardised rows, uncentred SVD, test by P V S^-1",

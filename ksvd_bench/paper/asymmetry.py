@@ -61,12 +61,17 @@ def kde_kl(P, Q, *, bandwidth="scott"):
     kq = KernelDensity(bandwidth=bandwidth).fit(Q)
     d_p = kp.score_samples(P) - kq.score_samples(P)
     d_q = kq.score_samples(Q) - kp.score_samples(Q)
-    return dict(kl_pq=float(d_p.mean()), kl_qp=float(d_q.mean()),
-                kl_pq_sum=float(d_p.sum()), kl_qp_sum=float(d_q.sum()))
+    return dict(
+        kl_pq=float(d_p.mean()),
+        kl_qp=float(d_q.mean()),
+        kl_pq_sum=float(d_p.sum()),
+        kl_qp_sum=float(d_q.sum()),
+    )
 
 
-def run_asymmetry(datasets=UCI_DATASETS, *, bandwidth="scott", table_loader=None,
-                  progress=True, random_state=0):
+def run_asymmetry(
+    datasets=UCI_DATASETS, *, bandwidth="scott", table_loader=None, progress=True, random_state=0
+):
     """KL asymmetry of each UCI table between its rows and its a1-projected columns.
 
     Returns
@@ -89,10 +94,18 @@ def run_asymmetry(datasets=UCI_DATASETS, *, bandwidth="scott", table_loader=None
         rows_data = np.asarray(rows_data)
         cols_data = np.asarray(cols_data)
         kl = kde_kl(rows_data, cols_data, bandwidth=bandwidth)
-        rows.append(dict(dataset=name, n_rows=A.shape[0], n_cols=A.shape[1],
-                         kl_rows=kl["kl_pq"], kl_cols=kl["kl_qp"], kl_rows_sum=kl["kl_pq_sum"],
-                         kl_cols_sum=kl["kl_qp_sum"],
-                         paper=paper_numbers.ASYMMETRY_KL.get(name)))
+        rows.append(
+            dict(
+                dataset=name,
+                n_rows=A.shape[0],
+                n_cols=A.shape[1],
+                kl_rows=kl["kl_pq"],
+                kl_cols=kl["kl_qp"],
+                kl_rows_sum=kl["kl_pq_sum"],
+                kl_cols_sum=kl["kl_qp_sum"],
+                paper=paper_numbers.ASYMMETRY_KL.get(name),
+            )
+        )
     protocol = dict(
         data="standardised table, constant columns dropped",
         columns="a1 (PCA) compatibility map: columns projected into the row dimension",

@@ -172,8 +172,13 @@ def run_graph_reconstruction(
     """
     if scale not in EMBEDDING_SCALES:
         raise ValueError(f"scale must be one of {EMBEDDING_SCALES}, got {scale!r}")
-    run = RunSetup(random_state, progress=progress, loader=graph_loader, kind="graph",
-                   n_components=n_components)
+    run = RunSetup(
+        random_state,
+        progress=progress,
+        loader=graph_loader,
+        kind="graph",
+        n_components=n_components,
+    )
     if subsample is not None:
         # the embeddings need r = N // 2 - 1 >= 1 component
         check_count(subsample, "subsample", minimum=4)
@@ -194,14 +199,30 @@ def run_graph_reconstruction(
         out_degree = np.diff(A.indptr)
         r = min(n_components, A.shape[0] // 2 - 1)
         for method in run.bar(methods, f"graph reconstruction {name}"):
-            emb = node_embeddings(A, method, r, bandwidth_factor=bandwidth_factor, kernel=kernel,
-                                  random_state=run.seed())
+            emb = node_embeddings(
+                A,
+                method,
+                r,
+                bandwidth_factor=bandwidth_factor,
+                kernel=kernel,
+                random_state=run.seed(),
+            )
             src, tgt = _scaled(emb, scale)
             A_hat = reconstruct_adjacency(src, tgt, out_degree)
             err = reconstruction_errors(A, A_hat)
             paper = paper_numbers.GRAPH_RECONSTRUCTION.get(name, {}).get(method, (None, None))
-            rows.append(dict(dataset=name, method=method, n_nodes=A.shape[0], n_edges=A.nnz,
-                             **err, paper_l1=paper[0], paper_l2=paper[1], note=emb["note"]))
+            rows.append(
+                dict(
+                    dataset=name,
+                    method=method,
+                    n_nodes=A.shape[0],
+                    n_edges=A.nnz,
+                    **err,
+                    paper_l1=paper[0],
+                    paper_l2=paper[1],
+                    note=emb["note"],
+                )
+            )
     protocol = dict(
         n_components=n_components,
         scale=scale,

@@ -79,20 +79,28 @@ def check_labels_splittable(labels, *, test_size=0.1, cv_folds=None):
     y = y[y >= 0]
     classes, counts = np.unique(y, return_counts=True)
     if classes.size < 2:
-        raise ValueError(f"{y.size} labelled nodes in {classes.size} class(es); a classifier "
-                         "needs labelled nodes of at least 2 classes")
+        raise ValueError(
+            f"{y.size} labelled nodes in {classes.size} class(es); a classifier "
+            "needs labelled nodes of at least 2 classes"
+        )
     rare = classes[counts < 2]
     if rare.size:
-        raise ValueError(f"classes {rare.tolist()} have fewer than 2 labelled nodes; a "
-                         "stratified split needs 2 of every class")
+        raise ValueError(
+            f"classes {rare.tolist()} have fewer than 2 labelled nodes; a "
+            "stratified split needs 2 of every class"
+        )
     n_test = int(np.ceil(test_size * y.size))
     n_train = y.size - n_test
     if min(n_test, n_train) < classes.size:
-        raise ValueError(f"{y.size} labelled nodes give a {n_train}/{n_test} train/test split, "
-                         f"too small to hold one node of each of the {classes.size} classes")
+        raise ValueError(
+            f"{y.size} labelled nodes give a {n_train}/{n_test} train/test split, "
+            f"too small to hold one node of each of the {classes.size} classes"
+        )
     if cv_folds is not None and np.floor(counts.max() * (1 - test_size)) < cv_folds:
-        raise ValueError(f"no class has {cv_folds} training nodes, as {cv_folds}-fold "
-                         "cross-validation of the bandwidth needs")
+        raise ValueError(
+            f"no class has {cv_folds} training nodes, as {cv_folds}-fold "
+            "cross-validation of the bandwidth needs"
+        )
 
 
 def check_has_edges(A):
@@ -135,8 +143,13 @@ def majority_baseline(labels, splits):
         sizes.append(test.size)
     p, n_test = float(np.mean(micro)), float(np.mean(sizes))
     se = np.sqrt(p * (1.0 - p) / (n_test * len(splits)))
-    return dict(micro=p, macro=float(np.mean(macro)), n_test=n_test, n_runs=len(splits),
-                threshold=float(p + 2.0 * se))
+    return dict(
+        micro=p,
+        macro=float(np.mean(macro)),
+        n_test=n_test,
+        n_runs=len(splits),
+        threshold=float(p + 2.0 * se),
+    )
 
 
 def chance_note(micro, baseline):
@@ -159,8 +172,11 @@ def format_chance_levels(result):
     """
     lines = []
     for name, base in result.get("chance", {}).items():
-        flagged = sum(1 for r in result["rows"]
-                      if r["dataset"] == name and "chance level" in r.get("note", ""))
+        flagged = sum(
+            1
+            for r in result["rows"]
+            if r["dataset"] == name and "chance level" in r.get("note", "")
+        )
         lines.append(
             f"chance level, {name}: always predicting the majority class gives micro-F1 "
             f"{base['micro']:.3f}, macro-F1 {base['macro']:.3f}; {flagged} row(s) marked "
@@ -226,9 +242,13 @@ def node_embeddings(
     if method == "kpca":
         gamma = paper_gamma(A, bandwidth_factor)
         if n * n <= DENSE_KERNEL_LIMIT:
-            kpca = KernelPCA(n_components=r, kernel="rbf", gamma=1.0 / gamma**2,
-                             eigen_solver="arpack" if r <= 100 else "dense",
-                             random_state=draw_seed(rng))
+            kpca = KernelPCA(
+                n_components=r,
+                kernel="rbf",
+                gamma=1.0 / gamma**2,
+                eigen_solver="arpack" if r <= 100 else "dense",
+                random_state=draw_seed(rng),
+            )
             scores = kpca.fit_transform(A)
         else:
             note = "exact KPCA via the structured RBF operator (no N x N kernel)"
@@ -344,8 +364,9 @@ def _classifier(standardize):
     return make_pipeline(StandardScaler(), clf) if standardize else clf
 
 
-def evaluate_features(features_by_factor, labels, splits, *, standardize=False, cv_folds=10,
-                      random_state=None):
+def evaluate_features(
+    features_by_factor, labels, splits, *, standardize=False, cv_folds=10, random_state=None
+):
     """Micro/macro F1 per split, with the feature set chosen by CV on the training part.
 
     Parameters
@@ -374,8 +395,11 @@ def evaluate_features(features_by_factor, labels, splits, *, standardize=False, 
             folds = StratifiedKFold(cv_folds, shuffle=True, random_state=draw_seed(rng))
             cv = {
                 k: cross_val_score(
-                    _classifier(standardize), features_by_factor[k][train], labels[train],
-                    cv=folds, scoring="f1_micro",
+                    _classifier(standardize),
+                    features_by_factor[k][train],
+                    labels[train],
+                    cv=folds,
+                    scoring="f1_micro",
                 ).mean()
                 for k in keys
             }
@@ -463,12 +487,22 @@ def run_node_classification(
     """
     for m in methods:
         _check_choice(m, "methods", METHODS)
-    run = RunSetup(random_state, progress=progress, n_runs=n_runs, n_components=n_components,
-                   n_components_large=n_components_large)
+    run = RunSetup(
+        random_state,
+        progress=progress,
+        n_runs=n_runs,
+        n_components=n_components,
+        n_components_large=n_components_large,
+    )
     n_runs = run.counts["n_runs"]
     grid_cv = cv_folds if len(tuple(bandwidth_grid)) > 1 else None
-    graphs = load_labelled_graphs(datasets, subsample=subsample, graph_loader=graph_loader,
-                                  test_size=test_size, cv_folds=grid_cv)
+    graphs = load_labelled_graphs(
+        datasets,
+        subsample=subsample,
+        graph_loader=graph_loader,
+        test_size=test_size,
+        cv_folds=grid_cv,
+    )
     rows, runs, chance = [], [], {}
     for name, A, labels in graphs:
         n = A.shape[0]
@@ -484,14 +518,23 @@ def run_node_classification(
                 bar.set_postfix(method=method, factor=f)
                 r_m = 2 * r if method in ("pca", "kpca") and feature_mode in ("uv", "usvs") else r
                 emb = node_embeddings(
-                    A, method, r_m, bandwidth_factor=1.0 if f is None else f, kernel=kernel,
-                    center=center, random_state=run.seed(),
+                    A,
+                    method,
+                    r_m,
+                    bandwidth_factor=1.0 if f is None else f,
+                    kernel=kernel,
+                    center=center,
+                    random_state=run.seed(),
                 )
                 feats[f] = combine_features(emb, feature_mode)
                 gammas[f] = emb["gamma"]
                 note = emb["note"] or note
             res = evaluate_features(
-                feats, labels, splits, standardize=standardize, cv_folds=cv_folds,
+                feats,
+                labels,
+                splits,
+                standardize=standardize,
+                cv_folds=cv_folds,
                 random_state=run.seed(),
             )
             micro = np.array([x["micro"] for x in res])
@@ -515,8 +558,9 @@ def run_node_classification(
                 )
             )
             for k, x in enumerate(res):
-                runs.append(dict(dataset=name, method=method, run=k, gamma=gammas[x["factor"]],
-                                 **x))
+                runs.append(
+                    dict(dataset=name, method=method, run=k, gamma=gammas[x["factor"]], **x)
+                )
     protocol = dict(
         split=f"stratified random {1 - test_size:.0%}/{test_size:.0%} train/test, {n_runs} runs",
         classifier="RidgeClassifier(alpha=1)",
@@ -533,12 +577,14 @@ def run_node_classification(
         "level' marks a mean micro-F1 within 2 binomial standard errors of it",
         random_state=random_state,
     )
-    return ExperimentResult("node_classification", rows=rows, runs=runs, chance=chance,
-                            protocol=protocol)
+    return ExperimentResult(
+        "node_classification", rows=rows, runs=runs, chance=chance, protocol=protocol
+    )
 
 
-def load_labelled_graphs(datasets, *, subsample=None, graph_loader=None, test_size=0.1,
-                         cv_folds=None):
+def load_labelled_graphs(
+    datasets, *, subsample=None, graph_loader=None, test_size=0.1, cv_folds=None
+):
     """Load each graph (its first ``subsample`` nodes) and check that its labels can be split.
 
     Every graph is loaded and checked before any experiment starts, so that a bad setting
@@ -625,19 +671,36 @@ def protocol_probe(
     for var in run.bar(variants, "protocol probe"):
         var = dict(var)
         A = A0 + sp.eye(A0.shape[0], format="csr") if var.get("self_loops") else A0
-        key = (var["method"], var["n_components"], var.get("bandwidth_factor", 1.0),
-               var.get("kernel", "sne"), var.get("center", True), bool(var.get("self_loops")))
+        key = (
+            var["method"],
+            var["n_components"],
+            var.get("bandwidth_factor", 1.0),
+            var.get("kernel", "sne"),
+            var.get("center", True),
+            bool(var.get("self_loops")),
+        )
         if key not in cache:
             cache[key] = node_embeddings(
-                A, var["method"], var["n_components"],
+                A,
+                var["method"],
+                var["n_components"],
                 bandwidth_factor=var.get("bandwidth_factor", 1.0),
-                kernel=var.get("kernel", "sne"), center=var.get("center", True),
+                kernel=var.get("kernel", "sne"),
+                center=var.get("center", True),
                 random_state=run.seed(),
             )
         F = combine_features(cache[key], var["mode"])
         res = evaluate_features({None: F}, labels, splits, standardize=var["standardize"])
         micro = np.array([x["micro"] for x in res])
         macro = np.array([x["macro"] for x in res])
-        rows.append(dict(var, n_features=F.shape[1], micro=micro.mean(), micro_std=micro.std(),
-                         macro=macro.mean(), macro_std=macro.std()))
+        rows.append(
+            dict(
+                var,
+                n_features=F.shape[1],
+                micro=micro.mean(),
+                micro_std=micro.std(),
+                macro=macro.mean(),
+                macro_std=macro.std(),
+            )
+        )
     return rows

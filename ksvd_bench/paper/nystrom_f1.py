@@ -77,14 +77,21 @@ def nystrom_features(A, method, m, n_components, *, bandwidth_factor=1.0, random
     gamma = paper_gamma(A, bandwidth_factor)
     t0 = time.perf_counter()
     if method == "ksvd-asym-nystrom":
-        est = KSVD(r, kernel="rbf", gamma=gamma, compat=None, solver="asym_nystrom",
-                   solver_options={"n_samples": m, "core": "paper", "check_passes": 0},
-                   random_state=rng).fit(A)  # the paper's own formula, unchecked
+        est = KSVD(
+            r,
+            kernel="rbf",
+            gamma=gamma,
+            compat=None,
+            solver="asym_nystrom",
+            solver_options={"n_samples": m, "core": "paper", "check_passes": 0},
+            random_state=rng,
+        ).fit(A)  # the paper's own formula, unchecked
         F = np.hstack([est.left_features_, est.right_features_])
     else:
         pipe = make_pipeline(
-            Nystroem(kernel="rbf", gamma=1.0 / gamma**2, n_components=m,
-                     random_state=draw_seed(rng)),
+            Nystroem(
+                kernel="rbf", gamma=1.0 / gamma**2, n_components=m, random_state=draw_seed(rng)
+            ),
             PCA(n_components=2 * r, svd_solver="full"),
         )
         F = pipe.fit_transform(A)
@@ -161,8 +168,9 @@ def run_nystrom_f1(
     m_grid = _check_m_grid(m_grid)
     run = RunSetup(random_state, progress=progress, n_runs=n_runs, n_components=n_components)
     n_runs = run.counts["n_runs"]
-    graphs = load_labelled_graphs(datasets, subsample=subsample, graph_loader=graph_loader,
-                                  test_size=test_size)
+    graphs = load_labelled_graphs(
+        datasets, subsample=subsample, graph_loader=graph_loader, test_size=test_size
+    )
     rows, chance = [], {}
     for name, A, labels in graphs:
         splits = make_splits(labels, n_runs, test_size=test_size, random_state=run.seed())
@@ -170,9 +178,14 @@ def run_nystrom_f1(
         sizes = sample_sizes(m_grid, A.shape[0])
         jobs = [(method, m) for method in NYSTROM_METHODS for m in sizes]
         for method, m in run.bar(jobs, f"nystrom F1 {name}"):
-            F, secs = nystrom_features(A, method, m, n_components,
-                                       bandwidth_factor=bandwidth_factor,
-                                       random_state=run.seed())
+            F, secs = nystrom_features(
+                A,
+                method,
+                m,
+                n_components,
+                bandwidth_factor=bandwidth_factor,
+                random_state=run.seed(),
+            )
             res = evaluate_features({None: F}, labels, splits, standardize=standardize)
             micro = np.array([x["micro"] for x in res])
             macro = np.array([x["macro"] for x in res])
@@ -180,10 +193,20 @@ def run_nystrom_f1(
             notes = [chance_note(micro.mean(), chance[name])]
             if clipped:
                 notes.append(f"m={','.join(map(str, clipped))} > N: ran at m = N")
-            rows.append(dict(dataset=name, method=method, m=m, n_features=F.shape[1],
-                             micro=micro.mean(), micro_std=micro.std(), macro=macro.mean(),
-                             macro_std=macro.std(), seconds=secs,
-                             note="; ".join(x for x in notes if x)))
+            rows.append(
+                dict(
+                    dataset=name,
+                    method=method,
+                    m=m,
+                    n_features=F.shape[1],
+                    micro=micro.mean(),
+                    micro_std=micro.std(),
+                    macro=macro.mean(),
+                    macro_std=macro.std(),
+                    seconds=secs,
+                    note="; ".join(x for x in notes if x),
+                )
+            )
     protocol = dict(
         split=f"stratified random {1 - test_size:.0%}/{test_size:.0%}, {n_runs} runs",
         classifier="RidgeClassifier(alpha=1)",
@@ -229,8 +252,14 @@ def plot_f1_vs_m(result, path):
                 if not sel:
                     continue
                 ms = [r["m"] for r in sel]
-                ax.errorbar(ms, [r[metric] for r in sel], yerr=[r[f"{metric}_std"] for r in sel],
-                            marker="o", capsize=3, label=method)
+                ax.errorbar(
+                    ms,
+                    [r[metric] for r in sel],
+                    yerr=[r[f"{metric}_std"] for r in sel],
+                    marker="o",
+                    capsize=3,
+                    label=method,
+                )
             ax.set_xscale("log")
             ax.set_xlabel("m (Nystrom samples)")
             ax.set_ylabel(f"{metric} F1")

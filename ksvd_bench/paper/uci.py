@@ -33,8 +33,9 @@ def uci_methods(kernels=KSVD_KERNELS, compats=COMPAT_NAMES):
     return ["kpca"] + [f"ksvd-{k}-{a}" for k in kernels for a in compats]
 
 
-def table_features(method, X_train, X_test, *, n_components=4, bandwidth_factor=1.0,
-                   degree=2, random_state=None):
+def table_features(
+    method, X_train, X_test, *, n_components=4, bandwidth_factor=1.0, degree=2, random_state=None
+):
     """Training and test features for one method.
 
     Parameters
@@ -101,11 +102,20 @@ def make_table_splits(y, task, n_runs, *, test_size=0.2, random_state=None):
 
 def _summarise(name, task, method, per_run, paper_lookup):
     rows = []
-    for metric in paper_numbers.UCI_METRICS.get(name, ("acc", "auroc") if task ==
-                                                 "classification" else ("rmse",)):
+    for metric in paper_numbers.UCI_METRICS.get(
+        name, ("acc", "auroc") if task == "classification" else ("rmse",)
+    ):
         vals = np.array([x[metric] for x in per_run])
-        rows.append(dict(dataset=name, metric=metric, method=method, value=vals.mean(),
-                         std=vals.std(), paper=paper_lookup(name, metric, method)))
+        rows.append(
+            dict(
+                dataset=name,
+                metric=metric,
+                method=method,
+                value=vals.mean(),
+                std=vals.std(),
+                paper=paper_lookup(name, metric, method),
+            )
+        )
     return rows
 
 
@@ -142,8 +152,14 @@ def run_uci(
         ``protocol``.
     """
     methods = uci_methods() if methods is None else list(methods)
-    run = RunSetup(random_state, progress=progress, loader=table_loader, kind="table",
-                   n_runs=n_runs, n_components=n_components)
+    run = RunSetup(
+        random_state,
+        progress=progress,
+        loader=table_loader,
+        kind="table",
+        n_runs=n_runs,
+        n_components=n_components,
+    )
     n_runs = run.counts["n_runs"]
     rows = []
     for name in datasets:
@@ -155,12 +171,19 @@ def run_uci(
             Xtr, Xte = scaler.transform(X[train]), scaler.transform(X[test])
             seed = run.seed()
             for method in methods:
-                Ftr, Fte = table_features(method, Xtr, Xte, n_components=n_components,
-                                          bandwidth_factor=bandwidth_factor, random_state=seed)
+                Ftr, Fte = table_features(
+                    method,
+                    Xtr,
+                    Xte,
+                    n_components=n_components,
+                    bandwidth_factor=bandwidth_factor,
+                    random_state=seed,
+                )
                 per_method[method].append(evaluate_linear(task, Ftr, y[train], Fte, y[test]))
         for method in methods:
-            rows += _summarise(name, task, method, per_method[method],
-                               paper_numbers.uci_paper_value)
+            rows += _summarise(
+                name, task, method, per_method[method], paper_numbers.uci_paper_value
+            )
     protocol = dict(
         split=f"random 80/20 (stratified for classification), {n_runs} runs",
         preprocessing="features standardised with training statistics",

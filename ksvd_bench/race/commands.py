@@ -32,8 +32,17 @@ from ksvd_bench.race.paper_runtime import (
 )
 from ksvd_bench.race.problems import DATASET_SHAPES, GRAPH_DATASETS
 
-__all__ = ["add_spectrum", "add_residual_study", "add_sampling", "add_kernel_arguments",
-           "add_weights_alias", "weighting", "fail", "check_rank", "METHODS"]
+__all__ = [
+    "add_spectrum",
+    "add_residual_study",
+    "add_sampling",
+    "add_kernel_arguments",
+    "add_weights_alias",
+    "weighting",
+    "fail",
+    "check_rank",
+    "METHODS",
+]
 
 #: the solvers, as ``solvers`` lists them (``compare`` adds its raced variants)
 METHODS = tuple(solvers.METHODS)
@@ -42,32 +51,53 @@ _NYSTROM = ("sym_nystrom", "asym_nystrom")
 
 def add_kernel_arguments(p):
     """``--kernel``, ``--rank`` and ``--center``, as every race sub-command reads them."""
-    p.add_argument("--kernel", default=DEFAULT_KERNEL, choices=KERNELS,
-                   help="kernel of the real problems (default: %(default)s)")
-    p.add_argument("--rank", type=positive_int, default=DEFAULT_RANK,
-                   help="number of singular triplets r (default: %(default)s)")
-    p.add_argument("--center", action=argparse.BooleanOptionalAction, default=True,
-                   help="centre the kernel matrix H_N G H_M (default: on)")
+    p.add_argument(
+        "--kernel",
+        default=DEFAULT_KERNEL,
+        choices=KERNELS,
+        help="kernel of the real problems (default: %(default)s)",
+    )
+    p.add_argument(
+        "--rank",
+        type=positive_int,
+        default=DEFAULT_RANK,
+        help="number of singular triplets r (default: %(default)s)",
+    )
+    p.add_argument(
+        "--center",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="centre the kernel matrix H_N G H_M (default: on)",
+    )
 
 
 def weighting(text):
     """An eta weighting; ``lowrank`` is refused with the flag to use instead."""
     if text == LOWRANK:
-        raise argparse.ArgumentTypeError("lowrank is a measure, not a weighting of eta: use "
-                                         "--measures lowrank (compare) or --measure lowrank "
-                                         "(spectrum)")
+        raise argparse.ArgumentTypeError(
+            "lowrank is a measure, not a weighting of eta: use "
+            "--measures lowrank (compare) or --measure lowrank "
+            "(spectrum)"
+        )
     if text not in DEFAULT_WEIGHTS:
-        raise argparse.ArgumentTypeError(f"expected one of {', '.join(DEFAULT_WEIGHTS)}, got "
-                                         f"{text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected one of {', '.join(DEFAULT_WEIGHTS)}, got {text!r}"
+        )
     return text
 
 
 def add_weights_alias(p, *, nargs):
     """``--weights``: the older name, for eta weightings only (the measure flag takes all)."""
-    p.add_argument("--weights", dest="weights", nargs=nargs, type=weighting,
-                   default=argparse.SUPPRESS, metavar="WEIGHTING",
-                   help=f"eta weighting(s) among {', '.join(DEFAULT_WEIGHTS)}: the older name "
-                        f"of the measure flag (lowrank is a measure: use the measure flag)")
+    p.add_argument(
+        "--weights",
+        dest="weights",
+        nargs=nargs,
+        type=weighting,
+        default=argparse.SUPPRESS,
+        metavar="WEIGHTING",
+        help=f"eta weighting(s) among {', '.join(DEFAULT_WEIGHTS)}: the older name "
+        f"of the measure flag (lowrank is a measure: use the measure flag)",
+    )
 
 
 def fail(parser, flag, message):
@@ -79,8 +109,12 @@ def check_rank(args, parser, shapes):
     """``--rank`` at most min(N, M) of every ``(name, shape)``."""
     for name, shape in shapes:
         if args.rank > min(shape):
-            fail(parser, "--rank", f"must be at most min(N, M) = {min(shape)} for {name} "
-                                    f"({shape[0]}x{shape[1]}), got {args.rank}")
+            fail(
+                parser,
+                "--rank",
+                f"must be at most min(N, M) = {min(shape)} for {name} "
+                f"({shape[0]}x{shape[1]}), got {args.rank}",
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,23 +125,39 @@ def check_rank(args, parser, shapes):
 def add_spectrum(sub):
     """Add ``spectrum``: asym Nystrom against RSVD across bandwidths."""
     s = sub.add_parser(
-        "spectrum", help="asym Nystrom vs RSVD across bandwidths (the spectrum figure)",
+        "spectrum",
+        help="asym Nystrom vs RSVD across bandwidths (the spectrum figure)",
         description="For a range of bandwidth factors: the m asym Nystrom needs to reach eps, "
-                    "its speedup over RSVD and the leading singular values; PNG + CSV.")
-    s.add_argument("--dataset", default="cora", choices=GRAPH_DATASETS,
-                   help="graph (default: cora)")
-    s.add_argument("--factors", nargs="+", type=positive_float, default=None,
-                   help="bandwidth factors (default: 0.25 0.5 1 2 4)")
-    s.add_argument("--eps", type=positive_float, default=0.1,
-                   help="tolerance (default: 0.1)")
-    s.add_argument("--measure", dest="weights", default=PAPER_WEIGHTS, choices=MEASURES,
-                   help="accuracy measure: eta under a weighting, or lowrank (gap-robust) "
-                        "(default: the paper's singular_values weighting); the singular "
-                        "values and triplets must meet eps too")
+        "its speedup over RSVD and the leading singular values; PNG + CSV.",
+    )
+    s.add_argument(
+        "--dataset", default="cora", choices=GRAPH_DATASETS, help="graph (default: cora)"
+    )
+    s.add_argument(
+        "--factors",
+        nargs="+",
+        type=positive_float,
+        default=None,
+        help="bandwidth factors (default: 0.25 0.5 1 2 4)",
+    )
+    s.add_argument("--eps", type=positive_float, default=0.1, help="tolerance (default: 0.1)")
+    s.add_argument(
+        "--measure",
+        dest="weights",
+        default=PAPER_WEIGHTS,
+        choices=MEASURES,
+        help="accuracy measure: eta under a weighting, or lowrank (gap-robust) "
+        "(default: the paper's singular_values weighting); the singular "
+        "values and triplets must meet eps too",
+    )
     add_weights_alias(s, nargs=None)
     s.add_argument("--seeds", type=positive_int, default=3, help="seeds (default: 3)")
-    s.add_argument("--max-effort", type=positive_int, default=None,
-                   help="cap on the effort (default: the driver's cap)")
+    s.add_argument(
+        "--max-effort",
+        type=positive_int,
+        default=None,
+        help="cap on the effort (default: the driver's cap)",
+    )
     add_kernel_arguments(s)
     add_run_arguments(s, out_default="results")
     s.set_defaults(func=run_spectrum_command, check=check_spectrum, parser=s)
@@ -125,10 +175,20 @@ def run_spectrum_command(args):
     from ksvd_bench.race.spectrum import DEFAULT_FACTORS, format_spectrum, run_spectrum
 
     result = run_spectrum(
-        args.dataset, factors=args.factors or DEFAULT_FACTORS, kernel=args.kernel,
-        rank=args.rank, eps=args.eps, weights=args.weights, seeds=args.seeds,
-        center=args.center, max_effort=args.max_effort, threads=args.threads,
-        random_state=args.seed, out=args.out, progress=not args.no_progress)
+        args.dataset,
+        factors=args.factors or DEFAULT_FACTORS,
+        kernel=args.kernel,
+        rank=args.rank,
+        eps=args.eps,
+        weights=args.weights,
+        seeds=args.seeds,
+        center=args.center,
+        max_effort=args.max_effort,
+        threads=args.threads,
+        random_state=args.seed,
+        out=args.out,
+        progress=not args.no_progress,
+    )
     return print_result(format_spectrum(result), result.paths)
 
 
@@ -142,25 +202,53 @@ def add_residual_study(sub):
     from ksvd_bench.race.residual_study import NYSTROM_MAX_SAMPLES
 
     r = sub.add_parser(
-        "residual-study", help="the residual estimate of eta against the true eta",
+        "residual-study",
+        help="the residual estimate of eta against the true eta",
         description="For each graph and solver, over a range of efforts on the exact "
-                    "structured kernel operator: the reference-free residual estimate and the "
-                    "true eta (all weightings), with a summary per dataset and weighting.")
-    r.add_argument("--dataset", nargs="+", default=list(GRAPH_DATASETS),
-                   choices=GRAPH_DATASETS, help="graph(s) (default: all three)")
-    r.add_argument("--methods", nargs="+", default=None, choices=METHODS,
-                   help="solvers (default: all)")
-    r.add_argument("--n-points", type=positive_int, default=6,
-                   help="Nystrom sample sizes per method (default: %(default)s)")
-    r.add_argument("--max-samples", type=positive_int, default=NYSTROM_MAX_SAMPLES,
-                   help="largest Nystrom sample size, at least --rank (default: %(default)s)")
-    r.add_argument("--kernel", default="sne", choices=("sne", "rbf"),
-                   help="kernel; the study runs on the exact structured operator, which "
-                        "exists for these two (default: %(default)s)")
-    r.add_argument("--rank", type=positive_int, default=DEFAULT_RANK,
-                   help="number of singular triplets r (default: %(default)s)")
-    r.add_argument("--center", action=argparse.BooleanOptionalAction, default=True,
-                   help="centre the kernel matrix H_N G H_M (default: on)")
+        "structured kernel operator: the reference-free residual estimate and the "
+        "true eta (all weightings), with a summary per dataset and weighting.",
+    )
+    r.add_argument(
+        "--dataset",
+        nargs="+",
+        default=list(GRAPH_DATASETS),
+        choices=GRAPH_DATASETS,
+        help="graph(s) (default: all three)",
+    )
+    r.add_argument(
+        "--methods", nargs="+", default=None, choices=METHODS, help="solvers (default: all)"
+    )
+    r.add_argument(
+        "--n-points",
+        type=positive_int,
+        default=6,
+        help="Nystrom sample sizes per method (default: %(default)s)",
+    )
+    r.add_argument(
+        "--max-samples",
+        type=positive_int,
+        default=NYSTROM_MAX_SAMPLES,
+        help="largest Nystrom sample size, at least --rank (default: %(default)s)",
+    )
+    r.add_argument(
+        "--kernel",
+        default="sne",
+        choices=("sne", "rbf"),
+        help="kernel; the study runs on the exact structured operator, which "
+        "exists for these two (default: %(default)s)",
+    )
+    r.add_argument(
+        "--rank",
+        type=positive_int,
+        default=DEFAULT_RANK,
+        help="number of singular triplets r (default: %(default)s)",
+    )
+    r.add_argument(
+        "--center",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="centre the kernel matrix H_N G H_M (default: on)",
+    )
     add_run_arguments(r, out_default="results")
     r.set_defaults(func=run_residual_study_command, check=check_residual_study, parser=r)
     return r
@@ -171,9 +259,13 @@ def check_residual_study(args, parser):
     check_rank(args, parser, [(d, DATASET_SHAPES[d]) for d in args.dataset])
     methods = args.methods or METHODS
     if any(m in _NYSTROM for m in methods) and args.max_samples < args.rank:
-        fail(parser, "--max-samples", f"must be at least --rank={args.rank} (a Nystrom "
-                                       f"sample smaller than r gives fewer than r triplets), "
-                                       f"got {args.max_samples}")
+        fail(
+            parser,
+            "--max-samples",
+            f"must be at least --rank={args.rank} (a Nystrom "
+            f"sample smaller than r gives fewer than r triplets), "
+            f"got {args.max_samples}",
+        )
     check_out(args, parser)
 
 
@@ -190,26 +282,51 @@ def run_residual_study_command(args):
     with solver_threads(args.threads):
         machine = machine_info()  # inside the limits: records the counts the solvers used
         rows = run_residual_study(
-            args.dataset, args.rank, methods=args.methods, kernel=args.kernel,
-            center=args.center, n_points=args.n_points, max_samples=args.max_samples,
-            random_state=args.seed)
+            args.dataset,
+            args.rank,
+            methods=args.methods,
+            kernel=args.kernel,
+            center=args.center,
+            n_points=args.n_points,
+            max_samples=args.max_samples,
+            random_state=args.seed,
+        )
     summary = summarize_residual_study(rows)
-    print(format_table(summary, precision=3,
-                       title="residual estimate vs eta (per dataset and weighting)"))
+    print(
+        format_table(
+            summary, precision=3, title="residual estimate vs eta (per dataset and weighting)"
+        )
+    )
     estimates = summarize_error_estimates(rows)
-    print(format_table(estimates, precision=3,
-                       title="error estimate / true low-rank error ||G - U U^T G||_F (per cell)"))
-    meta = {"command": "residual-study", "datasets": args.dataset, "rank": args.rank,
-            "methods": args.methods, "kernel": args.kernel, "center": args.center,
-            "n_points": args.n_points, "max_samples": args.max_samples, "seed": args.seed,
-            "threads": machine["numba_threads"],
-            "blas_threads": [b.get("num_threads") for b in machine["blas"]],
-            "machine": machine}
-    paths = [write_json(f"{args.out}/residual_study.json",
-                        {"meta": meta, "summary": summary, "estimates": estimates,
-                         "rows": rows}),
-             write_csv(f"{args.out}/residual_study.csv", rows),
-             write_csv(f"{args.out}/residual_study_summary.csv", summary)]
+    print(
+        format_table(
+            estimates,
+            precision=3,
+            title="error estimate / true low-rank error ||G - U U^T G||_F (per cell)",
+        )
+    )
+    meta = {
+        "command": "residual-study",
+        "datasets": args.dataset,
+        "rank": args.rank,
+        "methods": args.methods,
+        "kernel": args.kernel,
+        "center": args.center,
+        "n_points": args.n_points,
+        "max_samples": args.max_samples,
+        "seed": args.seed,
+        "threads": machine["numba_threads"],
+        "blas_threads": [b.get("num_threads") for b in machine["blas"]],
+        "machine": machine,
+    }
+    paths = [
+        write_json(
+            f"{args.out}/residual_study.json",
+            {"meta": meta, "summary": summary, "estimates": estimates, "rows": rows},
+        ),
+        write_csv(f"{args.out}/residual_study.csv", rows),
+        write_csv(f"{args.out}/residual_study_summary.csv", summary),
+    ]
     for path in paths:
         print(f"wrote {path}")
     return 0
@@ -226,7 +343,8 @@ def _names(allowed, what):
         bad = [p for p in names if p not in allowed]
         if not names or bad:
             raise argparse.ArgumentTypeError(
-                f"expected comma-separated {what} among {', '.join(allowed)}, got {text!r}")
+                f"expected comma-separated {what} among {', '.join(allowed)}, got {text!r}"
+            )
         return names
 
     return parse
@@ -239,7 +357,8 @@ def add_sampling(subparsers):
     samplings = SAMPLINGS + (PLAIN_RPCHOLESKY,)
 
     p = subparsers.add_parser(
-        "sampling", help="asym Nystrom samplers raced by entries read and by passes",
+        "sampling",
+        help="asym Nystrom samplers raced by entries read and by passes",
         description=(
             "Race the samplers of asym_nystrom (uniform, norm, arp, aca, rpcholesky, and "
             "the textbook rpcholesky-plain) at a "
@@ -247,24 +366,45 @@ def add_sampling(subparsers):
             "point sets with an SNE kernel: rare clusters (r clusters, 30% of them of weight "
             "0.02: 6 of 20, 2 of 5) and plain ones; report subspace error against entries "
             "read and against passes, and the clusters each sampler found. Writes "
-            "sampling.json, sampling.csv, sampling_summary.csv and sampling.png under --out."))
-    p.add_argument("--n", type=positive_int, default=6000,
-                   help="N = M (default: %(default)s)")
-    p.add_argument("--rank", type=positive_int, default=20,
-                   help="r, also the number of clusters (default: %(default)s)")
-    p.add_argument("--families", type=_names(FAMILIES, "families"), default=FAMILIES,
-                   help=f"comma-separated among {', '.join(FAMILIES)} (default: both)")
-    p.add_argument("--samplings", type=_names(samplings, "samplings"), default=samplings,
-                   help=f"comma-separated among {', '.join(samplings)} (default: all; "
-                        f"{PLAIN_RPCHOLESKY} is the textbook RPCholesky, for comparison)")
-    p.add_argument("--baselines", type=_names(BASELINES + ("none",), "methods"),
-                   default=BASELINES,
-                   help="comma-separated multiplying methods, or none (default: all three)")
-    p.add_argument("--time-limit", type=positive_float, default=60.0,
-                   help="a sampler's ladder stops after a run slower than this many seconds "
-                        "(default: %(default)s)")
-    p.add_argument("--quick", action="store_true",
-                   help="N = M = 1200, r = 10, a short ladder (a CI-sized run)")
+            "sampling.json, sampling.csv, sampling_summary.csv and sampling.png under --out."
+        ),
+    )
+    p.add_argument("--n", type=positive_int, default=6000, help="N = M (default: %(default)s)")
+    p.add_argument(
+        "--rank",
+        type=positive_int,
+        default=20,
+        help="r, also the number of clusters (default: %(default)s)",
+    )
+    p.add_argument(
+        "--families",
+        type=_names(FAMILIES, "families"),
+        default=FAMILIES,
+        help=f"comma-separated among {', '.join(FAMILIES)} (default: both)",
+    )
+    p.add_argument(
+        "--samplings",
+        type=_names(samplings, "samplings"),
+        default=samplings,
+        help=f"comma-separated among {', '.join(samplings)} (default: all; "
+        f"{PLAIN_RPCHOLESKY} is the textbook RPCholesky, for comparison)",
+    )
+    p.add_argument(
+        "--baselines",
+        type=_names(BASELINES + ("none",), "methods"),
+        default=BASELINES,
+        help="comma-separated multiplying methods, or none (default: all three)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=60.0,
+        help="a sampler's ladder stops after a run slower than this many seconds "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="N = M = 1200, r = 10, a short ladder (a CI-sized run)"
+    )
     add_run_arguments(p, out_default="results/sampling")
     p.set_defaults(func=run_sampling_command, check=check_sampling, parser=p)
     return p
@@ -275,8 +415,12 @@ def check_sampling(args, parser):
     if args.rank > args.n // 4:
         parser.error(f"argument --rank: must be <= --n / 4 = {args.n // 4}, got {args.rank}")
     if "rare" in args.families and args.rank < 2:
-        fail(parser, "--rank", f"must be >= 2 for the rare family (rank clusters, some rare "
-                               f"and some common), got {args.rank}")
+        fail(
+            parser,
+            "--rank",
+            f"must be >= 2 for the rare family (rank clusters, some rare "
+            f"and some common), got {args.rank}",
+        )
     check_out(args, parser)
 
 
@@ -290,10 +434,17 @@ def run_sampling_command(args):
         n, rank, extra = 1200, 10, {"ladder": (1, 2, 4, 8, 16)}
     baselines = () if "none" in args.baselines else args.baselines
     with solver_threads(args.threads):
-        result = sampling_study(n=n, rank=rank, families=args.families,
-                                samplings=args.samplings, baselines=baselines,
-                                time_limit=args.time_limit, seed=args.seed,
-                                progress=not args.no_progress, **extra)
+        result = sampling_study(
+            n=n,
+            rank=rank,
+            families=args.families,
+            samplings=args.samplings,
+            baselines=baselines,
+            time_limit=args.time_limit,
+            seed=args.seed,
+            progress=not args.no_progress,
+            **extra,
+        )
     result["params"]["command"] = getattr(args, "command_line", None)
     result["params"]["threads"] = args.threads
     return print_result(format_sampling(result), write_sampling(result, args.out))

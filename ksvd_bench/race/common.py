@@ -37,12 +37,37 @@ from ksvd_bench.race.paper_runtime import (
 from ksvd_bench.race.problems import Problem
 
 __all__ = [
-    "STRUCTURED_NAME", "RESIDUAL_SUFFIX", "EFFORT_LABELS", "VERDICT_FIELDS",
-    "check_positive_int", "seeds_from", "median", "num", "ratio_text", "is_eta",
-    "measure_fields", "driver_options", "meets", "verdict", "counting_warnings",
-    "warning_fields", "merge_verdicts", "VARIANTS", "POINT_ONLY", "solver_of",
-    "effort_option", "entry_options", "not_applicable", "measure_bound", "exact_operator",
-    "warm_up", "STATUSES", "status_of", "point_status", "rule_failures", "audit_rows",
+    "STRUCTURED_NAME",
+    "RESIDUAL_SUFFIX",
+    "EFFORT_LABELS",
+    "VERDICT_FIELDS",
+    "check_positive_int",
+    "seeds_from",
+    "median",
+    "num",
+    "ratio_text",
+    "is_eta",
+    "measure_fields",
+    "driver_options",
+    "meets",
+    "verdict",
+    "counting_warnings",
+    "warning_fields",
+    "merge_verdicts",
+    "VARIANTS",
+    "POINT_ONLY",
+    "solver_of",
+    "effort_option",
+    "entry_options",
+    "not_applicable",
+    "measure_bound",
+    "exact_operator",
+    "warm_up",
+    "STATUSES",
+    "status_of",
+    "point_status",
+    "rule_failures",
+    "audit_rows",
 ]
 
 #: the exact entry of ``compare`` (structured operator + ARPACK)
@@ -50,8 +75,13 @@ STRUCTURED_NAME = "tsvd (structured)"
 #: suffix of the rows stopped by the reference-free residual estimate
 RESIDUAL_SUFFIX = " [stop=residual]"
 #: how the effort of each solver option is labelled in the tables
-EFFORT_LABELS = {"n_samples": "m", "n_oversamples": "p", "n_iter": "q", "ncv": "ncv",
-                 "check_passes": "chk"}
+EFFORT_LABELS = {
+    "n_samples": "m",
+    "n_oversamples": "p",
+    "n_iter": "q",
+    "ncv": "ncv",
+    "check_passes": "chk",
+}
 #: the whole-triplet fields of every run and row (values, warning count and messages)
 VERDICT_FIELDS = ("sv_error", "triplet_residual", "n_warnings", "warnings", "reliable")
 
@@ -125,8 +155,11 @@ def is_eta(measure):
 
 def measure_fields(measure):
     """The ``measure`` and ``weights`` fields of a row."""
-    return ({"measure": "eta", "weights": measure} if is_eta(measure)
-            else {"measure": measure, "weights": None})
+    return (
+        {"measure": "eta", "weights": measure}
+        if is_eta(measure)
+        else {"measure": measure, "weights": None}
+    )
 
 
 def driver_options(measure):
@@ -230,8 +263,10 @@ def audit_rows(rows):
                 failed = rule_failures(row, key[: -len("converged")])
                 if failed:
                     name = row.get("method") or row.get("factor") or i
-                    out.append(f"row {i} ({name}, eps={row.get('eps')}): {key} is true but "
-                               f"{', '.join(failed)}")
+                    out.append(
+                        f"row {i} ({name}, eps={row.get('eps')}): {key} is true but "
+                        f"{', '.join(failed)}"
+                    )
     return out
 
 
@@ -289,8 +324,10 @@ def entry_options(name):
 def not_applicable(name, problem):
     """Why a raced entry cannot run on a problem (a sentence), or None when it can."""
     if name in POINT_ONLY and problem.points is None:
-        return (f"n/a: sampling='rpcholesky' needs a problem built from two point sets (a "
-                f"joint PSD kernel, e.g. --dataset rare-clusters); {problem.name} has none")
+        return (
+            f"n/a: sampling='rpcholesky' needs a problem built from two point sets (a "
+            f"joint PSD kernel, e.g. --dataset rare-clusters); {problem.name} has none"
+        )
     return None
 
 
@@ -318,7 +355,7 @@ def measure_bound(measure, ref_s, norm_fro, rank):
         return float(2 * np.mean(s / s[0])) if s[0] > 0 else 0.0
     if measure == "uniform":
         return 2.0
-    optimum = math.sqrt(max(norm_fro ** 2 - float(np.sum(s ** 2)), 0.0))
+    optimum = math.sqrt(max(norm_fro**2 - float(np.sum(s**2)), 0.0))
     return norm_fro / optimum - 1.0 if optimum > 0 else math.inf
 
 
@@ -358,11 +395,17 @@ def warm_up(problem, rank, methods):
             matrix = small
             if name in POINT_ONLY:
                 X, Z = problem.points
-                matrix = Problem(name=problem.name, G=small, kernel_seconds=None,
-                                 kernel=problem.kernel, gamma=problem.gamma,
-                                 params=problem.params,
-                                 points=(X[:size], Z[:size])).lazy_source()
-            opts = ({"n_samples": min(small.shape) // 2}
-                    if "n_samples" == effort_option(name) else {})
+                matrix = Problem(
+                    name=problem.name,
+                    G=small,
+                    kernel_seconds=None,
+                    kernel=problem.kernel,
+                    gamma=problem.gamma,
+                    params=problem.params,
+                    points=(X[:size], Z[:size]),
+                ).lazy_source()
+            opts = (
+                {"n_samples": min(small.shape) // 2} if "n_samples" == effort_option(name) else {}
+            )
             svd(matrix, k, method=method, random_state=0, **opts, **extra)
     return len(caught)

@@ -66,8 +66,12 @@ PAPER_ASYM_OPTIONS = {"core": "paper", "check_passes": 0}
 #: the ``compare`` entry that races the paper's method
 PAPER_ASYM_ENTRY = "asym_nystrom_paper"
 #: ``compare`` entry -> the method key of the paper's tables whose numbers it is set beside
-PAPER_ENTRIES = {"tsvd": "tsvd", "rsvd": "rsvd", "sym_nystrom": "sym_nystrom",
-                 PAPER_ASYM_ENTRY: "asym_nystrom"}
+PAPER_ENTRIES = {
+    "tsvd": "tsvd",
+    "rsvd": "rsvd",
+    "sym_nystrom": "sym_nystrom",
+    PAPER_ASYM_ENTRY: "asym_nystrom",
+}
 
 #: how the paper names the ``compare`` entries that run its methods
 PAPER_METHOD_NAMES = {
@@ -80,22 +84,52 @@ PAPER_METHOD_NAMES = {
 #: seconds, keyed by dataset, then eps, then method; "speedup" is RSVD / asym Nystrom as printed
 PAPER_RUNTIMES = {
     "cora": {
-        0.1: {"tsvd": 0.841, "rsvd": 0.274, "sym_nystrom": 0.673, "asym_nystrom": 0.160,
-              "speedup": 1.71},
-        0.01: {"tsvd": 0.841, "rsvd": 0.313, "sym_nystrom": 0.681, "asym_nystrom": 0.225,
-               "speedup": 1.39},
+        0.1: {
+            "tsvd": 0.841,
+            "rsvd": 0.274,
+            "sym_nystrom": 0.673,
+            "asym_nystrom": 0.160,
+            "speedup": 1.71,
+        },
+        0.01: {
+            "tsvd": 0.841,
+            "rsvd": 0.313,
+            "sym_nystrom": 0.681,
+            "asym_nystrom": 0.225,
+            "speedup": 1.39,
+        },
     },
     "citeseer": {
-        0.1: {"tsvd": 0.568, "rsvd": 0.290, "sym_nystrom": 0.214, "asym_nystrom": 0.136,
-              "speedup": 2.14},
-        0.01: {"tsvd": 0.568, "rsvd": 0.396, "sym_nystrom": 0.425, "asym_nystrom": 0.239,
-               "speedup": 1.66},
+        0.1: {
+            "tsvd": 0.568,
+            "rsvd": 0.290,
+            "sym_nystrom": 0.214,
+            "asym_nystrom": 0.136,
+            "speedup": 2.14,
+        },
+        0.01: {
+            "tsvd": 0.568,
+            "rsvd": 0.396,
+            "sym_nystrom": 0.425,
+            "asym_nystrom": 0.239,
+            "speedup": 1.66,
+        },
     },
     "pubmed": {
-        0.1: {"tsvd": 9.223, "rsvd": 4.577, "sym_nystrom": 44.914, "asym_nystrom": 0.141,
-              "speedup": 32.51},
-        0.01: {"tsvd": 9.223, "rsvd": 5.209, "sym_nystrom": 53.297, "asym_nystrom": 0.590,
-               "speedup": 8.83},
+        0.1: {
+            "tsvd": 9.223,
+            "rsvd": 4.577,
+            "sym_nystrom": 44.914,
+            "asym_nystrom": 0.141,
+            "speedup": 32.51,
+        },
+        0.01: {
+            "tsvd": 9.223,
+            "rsvd": 5.209,
+            "sym_nystrom": 53.297,
+            "asym_nystrom": 0.590,
+            "speedup": 8.83,
+        },
     },
 }
 

@@ -47,11 +47,27 @@ import scipy.sparse as sp
 
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
 
-__all__ = ["DATASETS", "DATASET_SHAPES", "POINT_DATASETS", "SHAPED_DATASETS", "DEFAULT_SHAPES",
-           "DEFAULT_MEMORY_LIMIT", "LAZY_REFERENCE_TOL", "FILE_KINDS", "Problem",
-           "build_problem", "problem_data", "problem_from_data", "problem_from_points",
-           "problem_from_file", "points_gamma", "krylov_reference", "dataset_shape",
-           "add_problem_arguments", "problems_from_args"]
+__all__ = [
+    "DATASETS",
+    "DATASET_SHAPES",
+    "POINT_DATASETS",
+    "SHAPED_DATASETS",
+    "DEFAULT_SHAPES",
+    "DEFAULT_MEMORY_LIMIT",
+    "LAZY_REFERENCE_TOL",
+    "FILE_KINDS",
+    "Problem",
+    "build_problem",
+    "problem_data",
+    "problem_from_data",
+    "problem_from_points",
+    "problem_from_file",
+    "points_gamma",
+    "krylov_reference",
+    "dataset_shape",
+    "add_problem_arguments",
+    "problems_from_args",
+]
 
 GRAPH_DATASETS = ("cora", "citeseer", "pubmed")
 FEATURE_DATASETS = ("cora-features", "citeseer-features")
@@ -62,8 +78,13 @@ SHAPED_DATASETS = ("synthetic",) + POINT_DATASETS
 DATASETS = GRAPH_DATASETS + FEATURE_DATASETS + SHAPED_DATASETS
 
 #: shape (N, M) of each real dataset's kernel matrix, to check ``rank`` before any work
-DATASET_SHAPES = {"cora": (2708, 2708), "citeseer": (3312, 3312), "pubmed": (19717, 19717),
-                  "cora-features": (2708, 1433), "citeseer-features": (3312, 3703)}
+DATASET_SHAPES = {
+    "cora": (2708, 2708),
+    "citeseer": (3312, 3312),
+    "pubmed": (19717, 19717),
+    "cora-features": (2708, 1433),
+    "citeseer-features": (3312, 3703),
+}
 #: the compatibility map used when N != M and none is given (the paper's a1)
 DEFAULT_FEATURE_COMPAT = "pca"
 #: size of the default synthetic problem
@@ -139,15 +160,16 @@ class Problem:
         """What the rows of a lazy problem say about its reference (None: exact reference)."""
         if not self.is_lazy:
             return None
-        return (f"reference: block Krylov to {LAZY_REFERENCE_TOL:g} (not exact; G of "
-                f"{self.shape[0]}x{self.shape[1]} over the memory limit, never formed)")
+        return (
+            f"reference: block Krylov to {LAZY_REFERENCE_TOL:g} (not exact; G of "
+            f"{self.shape[0]}x{self.shape[1]} over the memory limit, never formed)"
+        )
 
     def corner(self, size):
         """The dense top-left ``size x size`` block of G (a warm-up matrix), lazy or not."""
         n, m = min(size, self.shape[0]), min(size, self.shape[1])
         if self.is_lazy:
-            return np.ascontiguousarray(self.G.block(np.arange(n), np.arange(m)),
-                                        dtype=np.float64)
+            return np.ascontiguousarray(self.G.block(np.arange(n), np.arange(m)), dtype=np.float64)
         return np.ascontiguousarray(self.G[:n, :m])
 
     def norm_fro(self):
@@ -179,18 +201,18 @@ class Problem:
         ``G``'s bits makes the second run hit the cache the first one wrote. A problem without
         a data matrix (a given G, e.g. ``synthetic``, made by numpy alone) is keyed by G.
         """
-        data = (self.A if self.A is not None
-                else self.points if self.points is not None else self.G)
-        return ("ksvd-bench problem", self.name, self.kernel, self.gamma, dict(self.params),
-                data)
+        data = self.A if self.A is not None else self.points if self.points is not None else self.G
+        return ("ksvd-bench problem", self.name, self.kernel, self.gamma, dict(self.params), data)
 
     def __repr__(self):
         kernel = self.kernel or "given"
         gamma = "" if self.gamma is None else f", gamma={self.gamma:.4g}"
         secs = "" if self.kernel_seconds is None else f", kernel_seconds={self.kernel_seconds:.3g}"
         lazy = ", lazy" if self.is_lazy else ""
-        return (f"Problem(name={self.name!r}, shape={self.G.shape[0]}x{self.G.shape[1]}, "
-                f"kernel={kernel!r}{gamma}{secs}{lazy})")
+        return (
+            f"Problem(name={self.name!r}, shape={self.G.shape[0]}x{self.G.shape[1]}, "
+            f"kernel={kernel!r}{gamma}{secs}{lazy})"
+        )
 
     @property
     def has_lazy_source(self):
@@ -229,8 +251,9 @@ class Problem:
 
         if self.points is not None:
             X, Z = self.points
-            return KernelSource.from_points(X, Z, self.kernel, gamma=self.gamma,
-                                            center=bool(self.params.get("center", False)))
+            return KernelSource.from_points(
+                X, Z, self.kernel, gamma=self.gamma, center=bool(self.params.get("center", False))
+            )
         if self.is_lazy:
             return self.G
         if self.A is None:
@@ -274,8 +297,7 @@ def problem_data(name):
     if name in GRAPH_DATASETS:
         return load_graph(name, content_only=True).adjacency
     if name in FEATURE_DATASETS:
-        return sp.csr_matrix(load_features(name.split("-")[0], content_only=True),
-                             dtype=np.float64)
+        return sp.csr_matrix(load_features(name.split("-")[0], content_only=True), dtype=np.float64)
     raise ValueError(f"dataset must be one of {GRAPH_DATASETS + FEATURE_DATASETS}, got {name!r}")
 
 
@@ -300,8 +322,7 @@ def _warm_up(A, kernel, gamma, compat, center, seed):
         small = A[:k, :k] if A.shape[0] == A.shape[1] else A[:k]
         if sp.issparse(small):
             small = sp.csr_matrix(small)
-        ksvd_kernel(small, kernel, gamma=gamma, compat=compat, center=center,
-                    random_state=seed)
+        ksvd_kernel(small, kernel, gamma=gamma, compat=compat, center=center, random_state=seed)
         if k < rows:
             break
 
@@ -360,10 +381,10 @@ def build_problem(
 
         n, m = DEFAULT_SYNTHETIC_SHAPE if shape is None else shape
         opts = dict(synthetic_options or {})
-        G = np.ascontiguousarray(make_kernel_problem(int(n), int(m), random_state=seed, **opts),
-                                 dtype=np.float64)
-        params = {"shape": [int(n), int(m)], "seed": seed, "center": False, "compat": None,
-                  **opts}
+        G = np.ascontiguousarray(
+            make_kernel_problem(int(n), int(m), random_state=seed, **opts), dtype=np.float64
+        )
+        params = {"shape": [int(n), int(m)], "seed": seed, "center": False, "compat": None, **opts}
         return Problem(name=name, G=G, kernel_seconds=None, params=params)
     if name == "rare-clusters":
         return _rare_clusters_problem(name, shape, seed)
@@ -378,12 +399,29 @@ def build_problem(
     else:
         compat = DEFAULT_FEATURE_COMPAT if compat is None else compat
         factor = 1.0 if bandwidth_factor is None else bandwidth_factor
-    return problem_from_data(A, name=name, kernel=kernel, gamma=gamma, bandwidth_factor=factor,
-                             compat=compat, center=center, random_state=seed)
+    return problem_from_data(
+        A,
+        name=name,
+        kernel=kernel,
+        gamma=gamma,
+        bandwidth_factor=factor,
+        compat=compat,
+        center=center,
+        random_state=seed,
+    )
 
 
-def problem_from_data(A, *, name, kernel=DEFAULT_KERNEL, gamma=None, bandwidth_factor=1.0,
-                      compat=None, center=True, random_state=0):
+def problem_from_data(
+    A,
+    *,
+    name,
+    kernel=DEFAULT_KERNEL,
+    gamma=None,
+    bandwidth_factor=1.0,
+    compat=None,
+    center=True,
+    random_state=0,
+):
     """A :class:`Problem` from any data matrix: the dense kernel matrix, timed after a warm-up.
 
     Parameters
@@ -419,10 +457,22 @@ def problem_from_data(A, *, name, kernel=DEFAULT_KERNEL, gamma=None, bandwidth_f
     G = ksvd_kernel(A, kernel, gamma=gamma, compat=compat, center=center, random_state=seed)
     seconds = time.perf_counter() - t0
     G = np.asarray(G, dtype=np.float64)
-    params = {"bandwidth_factor": factor, "compat": compat, "center": bool(center),
-              "seed": seed, "dtype": "float64"}
-    return Problem(name=name, G=G, kernel_seconds=seconds, A=A, kernel=kernel,
-                   gamma=None if gamma is None else float(gamma), params=params)
+    params = {
+        "bandwidth_factor": factor,
+        "compat": compat,
+        "center": bool(center),
+        "seed": seed,
+        "dtype": "float64",
+    }
+    return Problem(
+        name=name,
+        G=G,
+        kernel_seconds=seconds,
+        A=A,
+        kernel=kernel,
+        gamma=None if gamma is None else float(gamma),
+        params=params,
+    )
 
 
 def dataset_shape(name, shape=None):
@@ -459,10 +509,23 @@ def _rare_clusters_problem(name, shape, seed):
     t0 = time.perf_counter()
     G = np.asarray(kernel_matrix(P.X, P.Z, "sne", gamma=gamma), dtype=np.float64)
     seconds = time.perf_counter() - t0
-    params = {"shape": [n, m], "seed": seed, "center": False, "compat": None,
-              "rare": [int(c) for c in P.params["rare"]], "dtype": "float64"}
-    return Problem(name=name, G=G, kernel_seconds=seconds, kernel="sne", gamma=gamma,
-                   params=params, points=(P.X, P.Z))
+    params = {
+        "shape": [n, m],
+        "seed": seed,
+        "center": False,
+        "compat": None,
+        "rare": [int(c) for c in P.params["rare"]],
+        "dtype": "float64",
+    }
+    return Problem(
+        name=name,
+        G=G,
+        kernel_seconds=seconds,
+        kernel="sne",
+        gamma=gamma,
+        params=params,
+        points=(P.X, P.Z),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -477,10 +540,12 @@ def _check_seed(random_state):
 
 
 def _check_memory_limit(memory_limit):
-    if (isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, float, np.number))
-            or not (math.isfinite(memory_limit) and memory_limit > 0)):
-        raise ValueError(f"memory_limit must be a positive number of bytes, got "
-                         f"{memory_limit!r}")
+    if (
+        isinstance(memory_limit, bool)
+        or not isinstance(memory_limit, (int, float, np.number))
+        or not (math.isfinite(memory_limit) and memory_limit > 0)
+    ):
+        raise ValueError(f"memory_limit must be a positive number of bytes, got {memory_limit!r}")
     return float(memory_limit)
 
 
@@ -504,26 +569,42 @@ def _check_points(X, Z, name):
         if not sp.issparse(P):
             P = np.asarray(P)
             if np.issubdtype(P.dtype, np.complexfloating) or not (
-                    np.issubdtype(P.dtype, np.number) or P.dtype == np.bool_):
-                raise ValueError(f"problem {name!r}: points {label} must be real numbers, got "
-                                 f"dtype {P.dtype}")
+                np.issubdtype(P.dtype, np.number) or P.dtype == np.bool_
+            ):
+                raise ValueError(
+                    f"problem {name!r}: points {label} must be real numbers, got dtype {P.dtype}"
+                )
             P = np.ascontiguousarray(P, dtype=np.float64)
         if P.ndim != 2 or 0 in P.shape:
-            raise ValueError(f"problem {name!r}: points {label} must be a non-empty 2-d array "
-                             f"(one point per row), got shape {P.shape}")
+            raise ValueError(
+                f"problem {name!r}: points {label} must be a non-empty 2-d array "
+                f"(one point per row), got shape {P.shape}"
+            )
         data = P.data if sp.issparse(P) else P
         if not np.all(np.isfinite(data)):
             raise ValueError(f"problem {name!r}: points {label} hold NaN or infinite values")
         out.append(P)
     if out[0].shape[1] != out[1].shape[1]:
-        raise ValueError(f"problem {name!r}: X and Z must have the same number of features "
-                         f"(columns), got {out[0].shape[1]} and {out[1].shape[1]}")
+        raise ValueError(
+            f"problem {name!r}: X and Z must have the same number of features "
+            f"(columns), got {out[0].shape[1]} and {out[1].shape[1]}"
+        )
     return out
 
 
-def problem_from_points(X, Z=None, *, name, kernel=DEFAULT_KERNEL, gamma=None,
-                        bandwidth_factor=1.0, center=False, memory_limit=DEFAULT_MEMORY_LIMIT,
-                        random_state=0, source=None):
+def problem_from_points(
+    X,
+    Z=None,
+    *,
+    name,
+    kernel=DEFAULT_KERNEL,
+    gamma=None,
+    bandwidth_factor=1.0,
+    center=False,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+    random_state=0,
+    source=None,
+):
     """A :class:`Problem` from two point sets, ``G = k(X, Z)``: dense if it fits, else lazy.
 
     Parameters
@@ -571,9 +652,15 @@ def problem_from_points(X, Z=None, *, name, kernel=DEFAULT_KERNEL, gamma=None,
         gamma = points_gamma(X, Z, float(bandwidth_factor))
     gamma = None if gamma is None else float(gamma)
     n, m = X.shape[0], Z.shape[0]
-    params = {"shape": [n, m], "bandwidth_factor": float(bandwidth_factor), "compat": None,
-              "center": bool(center), "seed": seed, "dtype": "float64",
-              "lazy": 8.0 * n * m > limit}
+    params = {
+        "shape": [n, m],
+        "bandwidth_factor": float(bandwidth_factor),
+        "compat": None,
+        "center": bool(center),
+        "seed": seed,
+        "dtype": "float64",
+        "lazy": 8.0 * n * m > limit,
+    }
     if params["lazy"]:
         # compile the lazy kernels on a small slice first, so the timed set-up pass is clean
         k = min(WARM_UP_ROWS[-1], n, m)
@@ -585,18 +672,30 @@ def problem_from_points(X, Z=None, *, name, kernel=DEFAULT_KERNEL, gamma=None,
         for rows in WARM_UP_ROWS:
             kernel_matrix(X[:rows], Z[:rows], kernel, gamma=gamma, center=bool(center))
         t0 = time.perf_counter()
-        G = np.asarray(kernel_matrix(X, Z, kernel, gamma=gamma, center=bool(center)),
-                       dtype=np.float64)
+        G = np.asarray(
+            kernel_matrix(X, Z, kernel, gamma=gamma, center=bool(center)), dtype=np.float64
+        )
         seconds = time.perf_counter() - t0
-    return Problem(name=name, G=G, kernel_seconds=seconds, kernel=kernel, gamma=gamma,
-                   params=params, points=(X, Z), source=source)
+    return Problem(
+        name=name,
+        G=G,
+        kernel_seconds=seconds,
+        kernel=kernel,
+        gamma=gamma,
+        params=params,
+        points=(X, Z),
+        source=source,
+    )
 
 
 def _read(path, kind, name):
     from ksvd_bench.datasets._files import read_user_matrix
 
-    what = {"data": "the data matrix A", "matrix": "the kernel matrix G",
-            "points": "a point set (one point per row)"}[kind]
+    what = {
+        "data": "the data matrix A",
+        "matrix": "the kernel matrix G",
+        "points": "a point set (one point per row)",
+    }[kind]
     return read_user_matrix(path, problem=name, what=what)
 
 
@@ -632,9 +731,11 @@ def read_problem_files(kind, paths, *, name=None):
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     name = _stem(paths[0]) if paths and name is None else name
     if not 1 <= len(paths) <= (2 if kind == "points" else 1):
-        raise DatasetError(f"problem {name!r}: --{kind} takes "
-                           f"{'one or two files (X [Z])' if kind == 'points' else 'one file'}, "
-                           f"got {len(paths)}: {' '.join(str(p) for p in paths)}")
+        raise DatasetError(
+            f"problem {name!r}: --{kind} takes "
+            f"{'one or two files (X [Z])' if kind == 'points' else 'one file'}, "
+            f"got {len(paths)}: {' '.join(str(p) for p in paths)}"
+        )
     arrays = [_read(p, kind, name) for p in paths]
     if kind == "points":
         if any(sp.issparse(a) for a in arrays):
@@ -643,13 +744,24 @@ def read_problem_files(kind, paths, *, name=None):
             raise DatasetError(
                 f"problem {name!r}: the point sets {str(paths[0])!r} and {str(paths[1])!r} have "
                 f"{arrays[0].shape[1]} and {arrays[1].shape[1]} features (columns); X and Z "
-                f"need the same")
+                f"need the same"
+            )
     return name, arrays
 
 
-def problem_from_file(path, *, kind="data", name=None, kernel=DEFAULT_KERNEL, gamma=None,
-                      bandwidth_factor=1.0, compat=None, center=None,
-                      memory_limit=DEFAULT_MEMORY_LIMIT, random_state=0):
+def problem_from_file(
+    path,
+    *,
+    kind="data",
+    name=None,
+    kernel=DEFAULT_KERNEL,
+    gamma=None,
+    bandwidth_factor=1.0,
+    compat=None,
+    center=None,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+    random_state=0,
+):
     """A :class:`Problem` from a user's file(s), named by the (first) file's stem.
 
     Parameters
@@ -687,19 +799,32 @@ def problem_from_file(path, *, kind="data", name=None, kernel=DEFAULT_KERNEL, ga
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     source = " ".join(str(p) for p in paths)
     if kind == "points":
-        return problem_from_points(*arrays, name=name, kernel=kernel, gamma=gamma,
-                                   bandwidth_factor=bandwidth_factor, center=bool(center),
-                                   memory_limit=memory_limit, random_state=random_state,
-                                   source=source)
+        return problem_from_points(
+            *arrays,
+            name=name,
+            kernel=kernel,
+            gamma=gamma,
+            bandwidth_factor=bandwidth_factor,
+            center=bool(center),
+            memory_limit=memory_limit,
+            random_state=random_state,
+            source=source,
+        )
     (A,) = arrays
     if kind == "matrix":
         return _given_matrix(A, name, source, _check_memory_limit(memory_limit), random_state)
     if A.shape[0] != A.shape[1] and compat is None:
         compat = DEFAULT_FEATURE_COMPAT
-    problem = problem_from_data(A, name=name, kernel=kernel, gamma=gamma,
-                                bandwidth_factor=bandwidth_factor, compat=compat,
-                                center=True if center is None else bool(center),
-                                random_state=random_state)
+    problem = problem_from_data(
+        A,
+        name=name,
+        kernel=kernel,
+        gamma=gamma,
+        bandwidth_factor=bandwidth_factor,
+        compat=compat,
+        center=True if center is None else bool(center),
+        random_state=random_state,
+    )
     problem.source = source
     return problem
 
@@ -713,26 +838,48 @@ def _given_matrix(G, name, source, limit, random_state):
                 f"problem {name!r}: the sparse kernel matrix in {source!r} is "
                 f"{G.shape[0]}x{G.shape[1]}; raced as a dense G it needs "
                 f"{8.0 * G.shape[0] * G.shape[1] / 2**30:.2f} GiB, over the memory limit of "
-                f"{limit / 2**30:.2f} GiB (raise --memory-limit)")
+                f"{limit / 2**30:.2f} GiB (raise --memory-limit)"
+            )
         G = G.toarray()
-    params = {"shape": list(G.shape), "seed": _check_seed(random_state), "center": False,
-              "compat": None, "dtype": "float64", "given": True}
-    return Problem(name=name, G=np.ascontiguousarray(G, dtype=np.float64), kernel_seconds=None,
-                   params=params, source=source)
+    params = {
+        "shape": list(G.shape),
+        "seed": _check_seed(random_state),
+        "center": False,
+        "compat": None,
+        "dtype": "float64",
+        "given": True,
+    }
+    return Problem(
+        name=name,
+        G=np.ascontiguousarray(G, dtype=np.float64),
+        kernel_seconds=None,
+        params=params,
+        source=source,
+    )
 
 
 def _wedin_estimate(source, U, s, V, rank):
     """``max(||G V - U S||, ||G^T U - V S||) / (s_r - s_(r+1))`` over the top ``rank`` triplets
     (one pass): Wedin's bound on the subspace error, the gap from the values themselves."""
     Vr, Ur, sr = V[:, :rank], U[:, :rank], s[:rank]
-    res = max(np.linalg.norm(source.matmat(Vr) - Ur * sr, 2),
-              np.linalg.norm(source.rmatmat(Ur) - Vr * sr, 2))
+    res = max(
+        np.linalg.norm(source.matmat(Vr) - Ur * sr, 2),
+        np.linalg.norm(source.rmatmat(Ur) - Vr * sr, 2),
+    )
     gap = sr[-1] - s[rank] if s.size > rank else sr[-1]
     return (float(res / gap) if gap > 0 else math.inf), float(res)
 
 
-def krylov_reference(source, rank, *, tol=LAZY_REFERENCE_TOL, depths=(2, 4, 8, 16, 32),
-                     n_extra=10, cache_dir=None, key=None):
+def krylov_reference(
+    source,
+    rank,
+    *,
+    tol=LAZY_REFERENCE_TOL,
+    depths=(2, 4, 8, 16, 32),
+    n_extra=10,
+    cache_dir=None,
+    key=None,
+):
     """Top triplets of a matrix too large to form, by block Krylov to a residual tolerance.
 
     Block Krylov (``n_oversamples=10``, seed 12345) for ``rank + n_extra`` triplets at the
@@ -767,27 +914,41 @@ def krylov_reference(source, rank, *, tol=LAZY_REFERENCE_TOL, depths=(2, 4, 8, 1
         path = Path(cache_dir) / f"krylov-{definition_key(key)}-r{rank}.npz"
         if path.is_file():
             with np.load(path, allow_pickle=False) as f:
-                info = {"method": "block_krylov", "n_iter": int(f["n_iter"]),
-                        "estimated_error": float(f["estimate"]), "residual": float(f["residual"]),
-                        "tol": tol, "reached": bool(float(f["estimate"]) <= tol),
-                        "cached": True}
+                info = {
+                    "method": "block_krylov",
+                    "n_iter": int(f["n_iter"]),
+                    "estimated_error": float(f["estimate"]),
+                    "residual": float(f["residual"]),
+                    "tol": tol,
+                    "reached": bool(float(f["estimate"]) <= tol),
+                    "cached": True,
+                }
                 return solvers.SVDResult(f["U"], f["s"], f["V"], info)
     k = min(rank + n_extra, min(source.shape))
     t0 = time.perf_counter()
     for n_iter in depths:
-        ref = solvers.svd(source, k, method="block_krylov", random_state=12345,
-                          n_oversamples=10, n_iter=n_iter)
+        ref = solvers.svd(
+            source, k, method="block_krylov", random_state=12345, n_oversamples=10, n_iter=n_iter
+        )
         estimate, residual = _wedin_estimate(source, ref.U, ref.s, ref.V, rank)
         if estimate <= tol:
             break
-    info = {"method": "block_krylov", "n_iter": n_iter, "estimated_error": estimate,
-            "residual": residual, "tol": tol, "reached": bool(estimate <= tol),
-            "cached": False, "seconds": time.perf_counter() - t0}
+    info = {
+        "method": "block_krylov",
+        "n_iter": n_iter,
+        "estimated_error": estimate,
+        "residual": residual,
+        "tol": tol,
+        "reached": bool(estimate <= tol),
+        "cached": False,
+        "seconds": time.perf_counter() - t0,
+    }
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, U=ref.U, s=ref.s, V=ref.V, n_iter=n_iter, estimate=estimate,
-                 residual=residual)
+        np.savez(
+            tmp, U=ref.U, s=ref.s, V=ref.V, n_iter=n_iter, estimate=estimate, residual=residual
+        )
         tmp.replace(path)
     return solvers.SVDResult(ref.U, ref.s, ref.V, info)
 
@@ -803,31 +964,62 @@ def add_problem_arguments(parser):
     from ksvd_bench._cliargs import positive_float
 
     g = parser.add_argument_group(
-        "your own problems (each repeatable, mixable with --dataset; named by the file's stem)")
-    g.add_argument("--data", action="append", default=[], metavar="FILE",
-                   help="a data matrix A (.npy, .npz with one array or a scipy sparse matrix, "
-                        ".mtx, .csv): the kernel is built from it as for the graphs (--kernel, "
-                        "--gamma, --compat, --center)")
-    g.add_argument("--points", action="append", nargs="+", default=[], metavar="FILE",
-                   help="X.npy [Z.npy]: two point sets (one point per row), or one used "
-                        "twice; G = k(X, Z), uncentred (a block of a PSD kernel, which "
-                        "rpcholesky needs), dense or lazy (see --memory-limit); every method "
-                        "runs, rpcholesky included")
-    g.add_argument("--matrix", action="append", default=[], metavar="FILE",
-                   help="a precomputed kernel matrix G, dense or sparse, raced as given")
-    g.add_argument("--gamma", type=positive_float, default=None,
-                   help="bandwidth of the user problems (default: the paper's rule, "
-                        "factor --bandwidth-factor)")
-    g.add_argument("--bandwidth-factor", type=positive_float, default=1.0,
-                   help="factor of the paper's bandwidth rule for the user problems "
-                        "(default: %(default)s)")
-    g.add_argument("--compat", default=None,
-                   help="compatibility map of a non-square --data matrix (default: pca)")
-    g.add_argument("--memory-limit", type=positive_float, default=DEFAULT_MEMORY_LIMIT / 2**30,
-                   metavar="GIB",
-                   help="GiB a dense G of a --points problem may take; above it the problem "
-                        "is raced lazily (G never formed) against a block Krylov reference "
-                        "to 1e-10, and its rows say so (default: %(default)s)")
+        "your own problems (each repeatable, mixable with --dataset; named by the file's stem)"
+    )
+    g.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a data matrix A (.npy, .npz with one array or a scipy sparse matrix, "
+        ".mtx, .csv): the kernel is built from it as for the graphs (--kernel, "
+        "--gamma, --compat, --center)",
+    )
+    g.add_argument(
+        "--points",
+        action="append",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="X.npy [Z.npy]: two point sets (one point per row), or one used "
+        "twice; G = k(X, Z), uncentred (a block of a PSD kernel, which "
+        "rpcholesky needs), dense or lazy (see --memory-limit); every method "
+        "runs, rpcholesky included",
+    )
+    g.add_argument(
+        "--matrix",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a precomputed kernel matrix G, dense or sparse, raced as given",
+    )
+    g.add_argument(
+        "--gamma",
+        type=positive_float,
+        default=None,
+        help="bandwidth of the user problems (default: the paper's rule, "
+        "factor --bandwidth-factor)",
+    )
+    g.add_argument(
+        "--bandwidth-factor",
+        type=positive_float,
+        default=1.0,
+        help="factor of the paper's bandwidth rule for the user problems (default: %(default)s)",
+    )
+    g.add_argument(
+        "--compat",
+        default=None,
+        help="compatibility map of a non-square --data matrix (default: pca)",
+    )
+    g.add_argument(
+        "--memory-limit",
+        type=positive_float,
+        default=DEFAULT_MEMORY_LIMIT / 2**30,
+        metavar="GIB",
+        help="GiB a dense G of a --points problem may take; above it the problem "
+        "is raced lazily (G never formed) against a block Krylov reference "
+        "to 1e-10, and its rows say so (default: %(default)s)",
+    )
     return g
 
 
@@ -851,27 +1043,38 @@ def problems_from_args(args):
     """
     from ksvd_bench.datasets import DatasetError
 
-    wanted = ([("data", [p]) for p in getattr(args, "data", None) or []]
-              + [("points", list(p)) for p in getattr(args, "points", None) or []]
-              + [("matrix", [p]) for p in getattr(args, "matrix", None) or []])
+    wanted = (
+        [("data", [p]) for p in getattr(args, "data", None) or []]
+        + [("points", list(p)) for p in getattr(args, "points", None) or []]
+        + [("matrix", [p]) for p in getattr(args, "matrix", None) or []]
+    )
     read = [(kind, paths, *read_problem_files(kind, paths)) for kind, paths in wanted]
     names = [name for _, _, name, _ in read] + list(getattr(args, "dataset", None) or [])
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise DatasetError(f"two problems are named {dup[0]!r} (problems are named by their "
-                           f"file's stem, and must differ from the --dataset names)")
+        raise DatasetError(
+            f"two problems are named {dup[0]!r} (problems are named by their "
+            f"file's stem, and must differ from the --dataset names)"
+        )
     limit = float(_arg(args, "memory_limit", DEFAULT_MEMORY_LIMIT / 2**30)) * 2**30
     kernel = _arg(args, "kernel", DEFAULT_KERNEL)
     seed = int(_arg(args, "seed", 0))
     problems = []
     for kind, paths, name, arrays in read:
         source = " ".join(str(p) for p in paths)
-        common = {"name": name, "kernel": kernel, "gamma": getattr(args, "gamma", None),
-                  "bandwidth_factor": _arg(args, "bandwidth_factor", 1.0),
-                  "random_state": seed}
+        common = {
+            "name": name,
+            "kernel": kernel,
+            "gamma": getattr(args, "gamma", None),
+            "bandwidth_factor": _arg(args, "bandwidth_factor", 1.0),
+            "random_state": seed,
+        }
         if kind == "points":
-            problems.append(problem_from_points(*arrays, center=False, memory_limit=limit,
-                                                source=source, **common))
+            problems.append(
+                problem_from_points(
+                    *arrays, center=False, memory_limit=limit, source=source, **common
+                )
+            )
         elif kind == "matrix":
             problems.append(_given_matrix(arrays[0], name, source, limit, seed))
         else:
@@ -879,8 +1082,9 @@ def problems_from_args(args):
             compat = getattr(args, "compat", None)
             if A.shape[0] != A.shape[1] and compat is None:
                 compat = DEFAULT_FEATURE_COMPAT
-            problem = problem_from_data(A, compat=compat,
-                                        center=bool(_arg(args, "center", True)), **common)
+            problem = problem_from_data(
+                A, compat=compat, center=bool(_arg(args, "center", True)), **common
+            )
             problem.source = source
             problems.append(problem)
     return problems

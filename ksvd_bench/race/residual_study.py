@@ -50,8 +50,14 @@ from ksvd_bench.metrics import (
 )
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS
 
-__all__ = ["DEFAULT_EFFORTS", "default_efforts", "run_residual_study", "summarize_residual_study",
-           "summarize_error_estimates", "ESTIMATE_BAND"]
+__all__ = [
+    "DEFAULT_EFFORTS",
+    "default_efforts",
+    "run_residual_study",
+    "summarize_residual_study",
+    "summarize_error_estimates",
+    "ESTIMATE_BAND",
+]
 
 #: the band an error estimate should fall in, as a multiple of the true error
 ESTIMATE_BAND = (0.5, 2.0)
@@ -64,10 +70,20 @@ RSVD_OVERSAMPLES = (0, 5, 10, 20, 40, 80)
 KRYLOV_ITERS = (0, 1, 2, 3, 4, 6)
 #: largest Nystrom sample size by default: N x m blocks are read, so keep m moderate
 NYSTROM_MAX_SAMPLES = 1000
-DEFAULT_EFFORTS = {"tsvd": TSVD_TOLS, "rsvd": RSVD_OVERSAMPLES,
-                   "generalized_nystrom": RSVD_OVERSAMPLES, "block_krylov": KRYLOV_ITERS}
-_OPTION = {"tsvd": "tol", "rsvd": "n_oversamples", "generalized_nystrom": "n_oversamples",
-           "block_krylov": "n_iter", "sym_nystrom": "n_samples", "asym_nystrom": "n_samples"}
+DEFAULT_EFFORTS = {
+    "tsvd": TSVD_TOLS,
+    "rsvd": RSVD_OVERSAMPLES,
+    "generalized_nystrom": RSVD_OVERSAMPLES,
+    "block_krylov": KRYLOV_ITERS,
+}
+_OPTION = {
+    "tsvd": "tol",
+    "rsvd": "n_oversamples",
+    "generalized_nystrom": "n_oversamples",
+    "block_krylov": "n_iter",
+    "sym_nystrom": "n_samples",
+    "asym_nystrom": "n_samples",
+}
 _SAMPLING = ("sym_nystrom", "asym_nystrom")
 
 
@@ -107,8 +123,10 @@ def default_efforts(method, rank, n, *, n_points=6, max_samples=NYSTROM_MAX_SAMP
         return tuple(q for q in KRYLOV_ITERS if q <= deepest)
     if method in _SAMPLING:
         if max_samples < rank:
-            raise ValueError(f"max_samples must be at least rank={rank} (a Nystrom sample "
-                             f"smaller than r gives fewer than r triplets), got {max_samples}")
+            raise ValueError(
+                f"max_samples must be at least rank={rank} (a Nystrom sample "
+                f"smaller than r gives fewer than r triplets), got {max_samples}"
+            )
         hi = min(n, max_samples)
         lo = min(2 * rank, hi)
         pts = np.unique(np.round(np.geomspace(lo, hi, n_points)).astype(int))
@@ -211,16 +229,30 @@ def run_residual_study(
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
     if any(m in _SAMPLING and m not in efforts for m in methods) and max_samples < rank:
-        raise ValueError(f"max_samples must be at least rank={rank} (a Nystrom sample smaller "
-                         f"than r gives fewer than r triplets), got {max_samples}")
+        raise ValueError(
+            f"max_samples must be at least rank={rank} (a Nystrom sample smaller "
+            f"than r gives fewer than r triplets), got {max_samples}"
+        )
     rng = np.random.default_rng(random_state)
 
     rows = []
     caught_all = []
     try:
         for name in datasets:
-            rows += _study_dataset(name, rank, methods, efforts, weights, kernel, center,
-                                   n_points, max_samples, rng, callback, caught_all)
+            rows += _study_dataset(
+                name,
+                rank,
+                methods,
+                efforts,
+                weights,
+                kernel,
+                center,
+                n_points,
+                max_samples,
+                rng,
+                callback,
+                caught_all,
+            )
     finally:
         reemit(caught_all)
     return rows
@@ -229,14 +261,33 @@ def run_residual_study(
 def _failed_rows(base, weights, exc, callback):
     rows = []
     for w in weights:
-        row = dict(base, effort=None, weights=w, eta=math.nan, residual_estimate=math.nan,
-                   ratio=math.nan, residual_max=math.nan, seconds=math.nan, n_matvec=None,
-                   n_block_entries=None, n_passes=None, true_error=math.nan,
-                   error_estimate=math.nan, estimate_kind=None, probe_estimate=math.nan,
-                   estimate_ratio=math.nan, probe_ratio=math.nan, solver_estimate=math.nan,
-                   solver_ratio=math.nan, sv_error=math.nan,
-                   triplet_residual=math.nan, n_warnings=0, warnings=[], reliable=False,
-                   error=f"{type(exc).__name__}: {exc}")
+        row = dict(
+            base,
+            effort=None,
+            weights=w,
+            eta=math.nan,
+            residual_estimate=math.nan,
+            ratio=math.nan,
+            residual_max=math.nan,
+            seconds=math.nan,
+            n_matvec=None,
+            n_block_entries=None,
+            n_passes=None,
+            true_error=math.nan,
+            error_estimate=math.nan,
+            estimate_kind=None,
+            probe_estimate=math.nan,
+            estimate_ratio=math.nan,
+            probe_ratio=math.nan,
+            solver_estimate=math.nan,
+            solver_ratio=math.nan,
+            sv_error=math.nan,
+            triplet_residual=math.nan,
+            n_warnings=0,
+            warnings=[],
+            reliable=False,
+            error=f"{type(exc).__name__}: {exc}",
+        )
         rows.append(row)
         if callback is not None:
             callback(row)
@@ -255,19 +306,36 @@ def _cell_fields(src, ref, res, rank, fro, seed):
     true = terms["error"]
     est = estimate_error(src, res, rank=rank, fro2=fro**2, random_state=[seed, 1])
     estimate = est["estimate"]
-    return {"true_error": true, "error_estimate": estimate,
-            "estimate_kind": "gap" if math.isfinite(est["gap"]) else "probes",
-            "probe_estimate": est["probes"], "estimate_ratio": _ratio(estimate, true),
-            "probe_ratio": _ratio(est["probes"], true),
-            "solver_estimate": solver_estimate(res.info),
-            "solver_ratio": _ratio(solver_estimate(res.info), true),
-            "sv_error": sv_error(ref, res, rank=rank),
-            "triplet_residual": triplet_residual(src, res, rank=rank, reference=ref,
-                                                 products=est["products"])}
+    return {
+        "true_error": true,
+        "error_estimate": estimate,
+        "estimate_kind": "gap" if math.isfinite(est["gap"]) else "probes",
+        "probe_estimate": est["probes"],
+        "estimate_ratio": _ratio(estimate, true),
+        "probe_ratio": _ratio(est["probes"], true),
+        "solver_estimate": solver_estimate(res.info),
+        "solver_ratio": _ratio(solver_estimate(res.info), true),
+        "sv_error": sv_error(ref, res, rank=rank),
+        "triplet_residual": triplet_residual(
+            src, res, rank=rank, reference=ref, products=est["products"]
+        ),
+    }
 
 
-def _study_dataset(name, rank, methods, efforts, weights, kernel, center, n_points,
-                   max_samples, rng, callback, caught_all):
+def _study_dataset(
+    name,
+    rank,
+    methods,
+    efforts,
+    weights,
+    kernel,
+    center,
+    n_points,
+    max_samples,
+    rng,
+    callback,
+    caught_all,
+):
     """The rows of one graph (see :func:`run_residual_study`)."""
     A = load_graph(name).adjacency
     gamma = paper_gamma(A, BANDWIDTH_FACTORS[name])
@@ -287,13 +355,21 @@ def _study_dataset(name, rank, methods, efforts, weights, kernel, center, n_poin
         option = _OPTION[method]
         for value in values:
             seed = int(rng.integers(2**32))
-            base = {"dataset": name, "N": src.shape[0], "gamma": gamma, "method": method,
-                    "option": option, "value": value, "reference_seconds": ref_seconds}
+            base = {
+                "dataset": name,
+                "N": src.shape[0],
+                "gamma": gamma,
+                "method": method,
+                "option": option,
+                "value": value,
+                "reference_seconds": ref_seconds,
+            }
             with recording_warnings() as caught:
                 try:
                     t1 = time.perf_counter()
-                    res = solvers.svd(src, rank, method=method, random_state=seed,
-                                      **{option: value})
+                    res = solvers.svd(
+                        src, rank, method=method, random_state=seed, **{option: value}
+                    )
                     seconds = time.perf_counter() - t1
                 except (ValueError, np.linalg.LinAlgError, ArithmeticError) as exc:
                     failure = exc
@@ -304,19 +380,28 @@ def _study_dataset(name, rank, methods, efforts, weights, kernel, center, n_poin
                 # A solver that breaks down at one effort must not end the study.
                 rows += _failed_rows(base, weights, failure, callback)
                 continue
-            cell = {**_cell_fields(src, ref, res, rank, fro, seed),
-                    **warning_fields(caught, res.info)}
+            cell = {
+                **_cell_fields(src, ref, res, rank, fro, seed),
+                **warning_fields(caught, res.info),
+            }
             rmax = residuals(src, res)["max"]
             for w in weights:
                 e = eta(ref, res, weights=w)
                 est = residual_estimate(src, res, weights=w, random_state=seed)
                 row = dict(
-                    base, effort=int(res.info["effort"]), weights=w, eta=float(e),
+                    base,
+                    effort=int(res.info["effort"]),
+                    weights=w,
+                    eta=float(e),
                     residual_estimate=float(est),
-                    ratio=float(est / e) if e > 0 else math.inf, residual_max=rmax,
-                    seconds=seconds, n_matvec=int(res.info["n_matvec"]),
+                    ratio=float(est / e) if e > 0 else math.inf,
+                    residual_max=rmax,
+                    seconds=seconds,
+                    n_matvec=int(res.info["n_matvec"]),
                     n_block_entries=int(res.info["n_block_entries"]),
-                    n_passes=res.info.get("n_passes"), **cell, error=None,
+                    n_passes=res.info.get("n_passes"),
+                    **cell,
+                    error=None,
                 )
                 rows.append(row)
                 if callback is not None:
@@ -362,12 +447,22 @@ def summarize_residual_study(rows, *, floor=1e-13):
         if k not in keys:
             keys.append(k)
     for dataset, w in keys:
-        sel = [r for r in rows if r["dataset"] == dataset and r["weights"] == w
-               and r["error"] is None]
+        sel = [
+            r for r in rows if r["dataset"] == dataset and r["weights"] == w and r["error"] is None
+        ]
         if not sel:
-            out.append({"dataset": dataset, "weights": w, "n": 0, "spearman": math.nan,
-                        "frac_conservative": math.nan, "median_log10_ratio": math.nan,
-                        "min_log10_ratio": math.nan, "max_log10_ratio": math.nan})
+            out.append(
+                {
+                    "dataset": dataset,
+                    "weights": w,
+                    "n": 0,
+                    "spearman": math.nan,
+                    "frac_conservative": math.nan,
+                    "median_log10_ratio": math.nan,
+                    "min_log10_ratio": math.nan,
+                    "max_log10_ratio": math.nan,
+                }
+            )
             continue
         e = np.maximum([r["eta"] for r in sel], floor)
         est = np.maximum([r["residual_estimate"] for r in sel], floor)
@@ -376,10 +471,18 @@ def summarize_residual_study(rows, *, floor=1e-13):
             spearman = float(np.corrcoef(_rank(np.log10(e)), _rank(np.log10(est)))[0, 1])
         else:
             spearman = math.nan
-        out.append({"dataset": dataset, "weights": w, "n": len(sel), "spearman": spearman,
-                    "frac_conservative": float(np.mean(est >= e)),
-                    "median_log10_ratio": float(np.median(lr)),
-                    "min_log10_ratio": float(lr.min()), "max_log10_ratio": float(lr.max())})
+        out.append(
+            {
+                "dataset": dataset,
+                "weights": w,
+                "n": len(sel),
+                "spearman": spearman,
+                "frac_conservative": float(np.mean(est >= e)),
+                "median_log10_ratio": float(np.median(lr)),
+                "min_log10_ratio": float(lr.min()),
+                "max_log10_ratio": float(lr.max()),
+            }
+        )
     return out
 
 
@@ -416,11 +519,18 @@ def summarize_error_estimates(rows, *, band=ESTIMATE_BAND):
             continue
         est = np.array([r["estimate_ratio"] for r in sel], dtype=float)
         probe = np.array([r["probe_ratio"] for r in sel], dtype=float)
-        out.append({"dataset": name, "n": len(sel),
-                    "within": float(np.mean((est >= lo) & (est <= hi))),
-                    "min_ratio": float(est.min()), "median_ratio": float(np.median(est)),
-                    "max_ratio": float(est.max()),
-                    "n_gap": sum(r["estimate_kind"] == "gap" for r in sel),
-                    "probe_within": float(np.mean((probe >= lo) & (probe <= hi))),
-                    "probe_min": float(probe.min()), "probe_max": float(probe.max())})
+        out.append(
+            {
+                "dataset": name,
+                "n": len(sel),
+                "within": float(np.mean((est >= lo) & (est <= hi))),
+                "min_ratio": float(est.min()),
+                "median_ratio": float(np.median(est)),
+                "max_ratio": float(est.max()),
+                "n_gap": sum(r["estimate_kind"] == "gap" for r in sel),
+                "probe_within": float(np.mean((probe >= lo) & (probe <= hi))),
+                "probe_min": float(probe.min()),
+                "probe_max": float(probe.max()),
+            }
+        )
     return out

@@ -32,8 +32,17 @@ import numpy as np
 from ksvd_bench._scoring import warning_fields
 from ksvd_bench.race.common import counting_warnings
 
-__all__ = ["SAMPLINGS", "PLAIN_RPCHOLESKY", "BASELINES", "FAMILIES", "sampling_study",
-           "format_sampling", "write_sampling", "rpcholesky_at_scale", "make_family"]
+__all__ = [
+    "SAMPLINGS",
+    "PLAIN_RPCHOLESKY",
+    "BASELINES",
+    "FAMILIES",
+    "sampling_study",
+    "format_sampling",
+    "write_sampling",
+    "rpcholesky_at_scale",
+    "make_family",
+]
 
 SAMPLINGS = ("uniform", "norm", "arp", "aca", "rpcholesky")
 #: the textbook RPCholesky (pivots from the residual of K, not of the scaled kernel whose
@@ -51,9 +60,22 @@ BASELINE_LADDER = {
     "block_krylov": ("n_iter", (1, 2, 3, 4)),
     "generalized_nystrom": ("n_oversamples", (5, 10, 20, 40)),
 }
-ROW_FIELDS = ("family", "method", "effort", "error", "sin_u", "sin_v", "entries",
-              "entries_frac", "n_passes", "seconds", "clusters_x", "clusters_z", "rare_found",
-              "reliable")
+ROW_FIELDS = (
+    "family",
+    "method",
+    "effort",
+    "error",
+    "sin_u",
+    "sin_v",
+    "entries",
+    "entries_frac",
+    "n_passes",
+    "seconds",
+    "clusters_x",
+    "clusters_z",
+    "rare_found",
+    "reliable",
+)
 
 
 def make_family(family, n, *, rank=20, d=64, gamma=5.0, rare_weight=0.02, random_state=0):
@@ -65,9 +87,16 @@ def make_family(family, n, *, rank=20, d=64, gamma=5.0, rare_weight=0.02, random
 
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
-    return make_rare_clusters(n, n, d, n_clusters=rank,
-                              n_rare=rare_cluster_count(rank) if family == "rare" else 0,
-                              rare_weight=rare_weight, gamma=gamma, random_state=random_state)
+    return make_rare_clusters(
+        n,
+        n,
+        d,
+        n_clusters=rank,
+        n_rare=rare_cluster_count(rank) if family == "rare" else 0,
+        rare_weight=rare_weight,
+        gamma=gamma,
+        random_state=random_state,
+    )
 
 
 def _reference(P, rank, seed):
@@ -110,8 +139,9 @@ def _run(src, P, ref, rank, method, options, seed):
         if method == PLAIN_RPCHOLESKY:
             from solvers.sampling import rpcholesky_svd
 
-            U, s, V, info = rpcholesky_svd(src, rank, options["n_samples"],
-                                           rng=np.random.default_rng(seed), pivots="plain")
+            U, s, V, info = rpcholesky_svd(
+                src, rank, options["n_samples"], rng=np.random.default_rng(seed), pivots="plain"
+            )
             res = solvers.SVDResult(U=U, s=s, V=V, info=info)
         else:
             res = solvers.svd(src, rank, method=method, random_state=seed, **options)
@@ -121,16 +151,37 @@ def _run(src, P, ref, rank, method, options, seed):
     entries = float(info["n_passes"]) * N * M if entries is None else float(entries)
     su, sv = _sin(U0, res.U), _sin(V0, res.V)
     cx, cz, rare = _clusters(P, info)
-    return {"error": max(su, sv), "sin_u": su, "sin_v": sv, "entries": int(entries),
-            "entries_frac": entries / (N * M), "n_passes": float(info["n_passes"]),
-            "seconds": seconds, "clusters_x": cx, "clusters_z": cz, "rare_found": rare,
-            **warning_fields(caught, info)}
+    return {
+        "error": max(su, sv),
+        "sin_u": su,
+        "sin_v": sv,
+        "entries": int(entries),
+        "entries_frac": entries / (N * M),
+        "n_passes": float(info["n_passes"]),
+        "seconds": seconds,
+        "clusters_x": cx,
+        "clusters_z": cz,
+        "rare_found": rare,
+        **warning_fields(caught, info),
+    }
 
 
-def sampling_study(*, n=6000, rank=20, families=FAMILIES,
-                   samplings=SAMPLINGS + (PLAIN_RPCHOLESKY,),
-                   baselines=BASELINES, ladder=LADDER, max_entries_frac=1.2, stop_error=1e-3,
-                   time_limit=60.0, d=64, gamma=5.0, seed=0, progress=False):
+def sampling_study(
+    *,
+    n=6000,
+    rank=20,
+    families=FAMILIES,
+    samplings=SAMPLINGS + (PLAIN_RPCHOLESKY,),
+    baselines=BASELINES,
+    ladder=LADDER,
+    max_entries_frac=1.2,
+    stop_error=1e-3,
+    time_limit=60.0,
+    d=64,
+    gamma=5.0,
+    seed=0,
+    progress=False,
+):
     """Race the samplers by entries read and by passes on the rare-cluster and plain families.
 
     Parameters
@@ -168,34 +219,52 @@ def sampling_study(*, n=6000, rank=20, families=FAMILIES,
     from ksvd_bench.kernels import KernelSource
     from ksvd_bench.report import progress_bar
 
-    params = {"n": n, "rank": rank, "d": d, "gamma": gamma, "seed": seed,
-              "ladder": list(ladder), "max_entries_frac": max_entries_frac,
-              "stop_error": stop_error, "time_limit": time_limit, "kernel": "sne",
-              "check_passes": 0}
+    params = {
+        "n": n,
+        "rank": rank,
+        "d": d,
+        "gamma": gamma,
+        "seed": seed,
+        "ladder": list(ladder),
+        "max_entries_frac": max_entries_frac,
+        "stop_error": stop_error,
+        "time_limit": time_limit,
+        "kernel": "sne",
+        "check_passes": 0,
+    }
     rows, fams = [], {}
-    total = len(families) * (len(samplings) * len(ladder)
-                             + sum(len(BASELINE_LADDER[b][1]) for b in baselines))
+    total = len(families) * (
+        len(samplings) * len(ladder) + sum(len(BASELINE_LADDER[b][1]) for b in baselines)
+    )
     bar = progress_bar(total=total, desc="sampling", enabled=progress, unit="run")
     for fam in families:
         P = make_family(fam, n, rank=rank, d=d, gamma=gamma, random_state=seed)
         ref = _reference(P, rank, seed)
-        fams[fam] = {"n": n, "s_ratio": float(ref[1][rank] / ref[1][0]),
-                     "rare": P.params.get("rare", []),
-                     "cluster_sizes_x": np.bincount(P.labels_x).tolist(),
-                     "cluster_sizes_z": np.bincount(P.labels_z).tolist()}
+        fams[fam] = {
+            "n": n,
+            "s_ratio": float(ref[1][rank] / ref[1][0]),
+            "rare": P.params.get("rare", []),
+            "cluster_sizes_x": np.bincount(P.labels_x).tolist(),
+            "cluster_sizes_z": np.bincount(P.labels_z).tolist(),
+        }
         src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma)
         for sampling in samplings:
             for i, f in enumerate(ladder):
                 bar.update(1)
                 m = min(max(rank, int(round(f * rank))), n)
-                method, opts = "asym_nystrom", {"n_samples": m, "sampling": sampling,
-                                                "check_passes": 0}
+                method, opts = (
+                    "asym_nystrom",
+                    {"n_samples": m, "sampling": sampling, "check_passes": 0},
+                )
                 if sampling == PLAIN_RPCHOLESKY:
                     method, opts = PLAIN_RPCHOLESKY, {"n_samples": m}
                 row = _run(src, P, ref, rank, method, opts, seed + 1000 * i + 1)
                 rows.append({"family": fam, "method": sampling, "effort": m, **row})
-                if (row["entries_frac"] > max_entries_frac or row["error"] <= stop_error
-                        or row["seconds"] > time_limit):
+                if (
+                    row["entries_frac"] > max_entries_frac
+                    or row["error"] <= stop_error
+                    or row["seconds"] > time_limit
+                ):
                     bar.update(len(ladder) - i - 1)
                     break
         for method in baselines:
@@ -223,16 +292,21 @@ def summary(result, target=TARGET):
             runs = [r for r in result["rows"] if r["family"] == fam and r["method"] == method]
             best = min(runs, key=lambda r: r["error"])
             hit = _first_at(runs, target)
-            out.append({
-                "family": fam, "method": method, "best_error": best["error"],
-                "hit_effort": None if hit is None else hit["effort"],
-                "hit_entries_frac": None if hit is None else hit["entries_frac"],
-                "hit_passes": None if hit is None else hit["n_passes"],
-                "hit_seconds": None if hit is None else hit["seconds"],
-                "clusters": None if hit is None or hit["clusters_x"] is None
-                else f"{hit['clusters_x']}/{hit['clusters_z']}",
-                "rare_found": None if hit is None else hit["rare_found"],
-            })
+            out.append(
+                {
+                    "family": fam,
+                    "method": method,
+                    "best_error": best["error"],
+                    "hit_effort": None if hit is None else hit["effort"],
+                    "hit_entries_frac": None if hit is None else hit["entries_frac"],
+                    "hit_passes": None if hit is None else hit["n_passes"],
+                    "hit_seconds": None if hit is None else hit["seconds"],
+                    "clusters": None
+                    if hit is None or hit["clusters_x"] is None
+                    else f"{hit['clusters_x']}/{hit['clusters_z']}",
+                    "rare_found": None if hit is None else hit["rare_found"],
+                }
+            )
     return out
 
 
@@ -240,13 +314,22 @@ def format_sampling(result, target=TARGET):
     """Summary table (fits 100 columns): per family and method, cost to reach ``target``."""
     from ksvd_bench.report import format_table
 
-    columns = [("family", "family"), ("method", "method"), ("best_error", "best err"),
-               ("hit_effort", "effort"), ("hit_entries_frac", "entries/NM"),
-               ("hit_passes", "passes"), ("hit_seconds", "seconds"),
-               ("clusters", "clusters x/z"), ("rare_found", "rare found")]
+    columns = [
+        ("family", "family"),
+        ("method", "method"),
+        ("best_error", "best err"),
+        ("hit_effort", "effort"),
+        ("hit_entries_frac", "entries/NM"),
+        ("hit_passes", "passes"),
+        ("hit_seconds", "seconds"),
+        ("clusters", "clusters x/z"),
+        ("rare_found", "rare found"),
+    ]
     r = result["params"]["rank"]
-    title = (f"N = M = {result['params']['n']}, r = {r}, SNE: the cheapest run with "
-             f"subspace error <= {target:g} (-: not reached)")
+    title = (
+        f"N = M = {result['params']['n']}, r = {r}, SNE: the cheapest run with "
+        f"subspace error <= {target:g} (-: not reached)"
+    )
     return format_table(summary(result, target), columns, precision=3, title=title)
 
 
@@ -297,8 +380,7 @@ def write_sampling(result, out):
     }
 
 
-def rpcholesky_at_scale(n=100_000, *, rank=20, n_pivots=None, d=64, gamma=5.0, seed=0,
-                        threads=1):
+def rpcholesky_at_scale(n=100_000, *, rank=20, n_pivots=None, d=64, gamma=5.0, seed=0, threads=1):
     """RPCholesky on the rare-cluster family at N = M = n, timed (no set-up pass, no reference).
 
     Runs through the public interface: ``KernelSource.from_points(X, Z, "sne", ...,
@@ -321,13 +403,31 @@ def rpcholesky_at_scale(n=100_000, *, rank=20, n_pivots=None, d=64, gamma=5.0, s
     with solver_threads(threads):
         t0 = time.perf_counter()
         src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma, setup="lazy")
-        res = solvers.svd(src, rank, method="asym_nystrom", sampling="rpcholesky",
-                          n_samples=k, check_passes=0, random_state=seed)
+        res = solvers.svd(
+            src,
+            rank,
+            method="asym_nystrom",
+            sampling="rpcholesky",
+            n_samples=k,
+            check_passes=0,
+            random_state=seed,
+        )
         seconds = time.perf_counter() - t0
     info = res.info
     cx, cz, rare = _clusters(P, info)
-    return {"n": n, "rank": rank, "n_pivots": k, "threads": threads, "seconds": seconds,
-            "entries": info["entries_read"], "entries_frac": info["n_passes"],
-            "trace_bound": info["trace_bound"], "setup_pass_ran": bool(src._ready),
-            "reliable": info["reliable"], "clusters_x": cx, "clusters_z": cz,
-            "rare_found": rare, "s": res.s.tolist()}
+    return {
+        "n": n,
+        "rank": rank,
+        "n_pivots": k,
+        "threads": threads,
+        "seconds": seconds,
+        "entries": info["entries_read"],
+        "entries_frac": info["n_passes"],
+        "trace_bound": info["trace_bound"],
+        "setup_pass_ran": bool(src._ready),
+        "reliable": info["reliable"],
+        "clusters_x": cx,
+        "clusters_z": cz,
+        "rare_found": rare,
+        "s": res.s.tolist(),
+    }

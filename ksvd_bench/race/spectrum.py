@@ -41,8 +41,14 @@ from ksvd_bench.race.problems import (
     problem_from_data,
 )
 
-__all__ = ["DEFAULT_FACTORS", "SpectrumResult", "run_spectrum", "format_spectrum",
-           "plot_spectrum", "write_spectrum_files"]
+__all__ = [
+    "DEFAULT_FACTORS",
+    "SpectrumResult",
+    "run_spectrum",
+    "format_spectrum",
+    "plot_spectrum",
+    "write_spectrum_files",
+]
 
 DEFAULT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: methods raced at every bandwidth (the paper's figure compares these two)
@@ -76,9 +82,11 @@ class SpectrumResult:
     def __repr__(self):
         m = self.meta
         n_vac = sum(bool(r["vacuous"]) for r in self.rows)
-        return (f"SpectrumResult(dataset={m.get('dataset')!r}, factors={m.get('factors')}, "
-                f"eps={m.get('eps')}, measure={m.get('measure')!r}, rows={len(self.rows)} "
-                f"({n_vac} vacuous), paths={sorted(self.paths)})")
+        return (
+            f"SpectrumResult(dataset={m.get('dataset')!r}, factors={m.get('factors')}, "
+            f"eps={m.get('eps')}, measure={m.get('measure')!r}, rows={len(self.rows)} "
+            f"({n_vac} vacuous), paths={sorted(self.paths)})"
+        )
 
 
 def _check_arguments(dataset, data, factors, rank, seeds, n_values, eps, weights):
@@ -102,10 +110,21 @@ def _check_arguments(dataset, data, factors, rank, seeds, n_values, eps, weights
 
 def _factor_problem(dataset, data, factor, kernel, center, random_state):
     if data is None:
-        return build_problem(dataset, kernel=kernel, center=center, bandwidth_factor=factor,
-                             random_state=random_state)
-    return problem_from_data(data, name=str(dataset), kernel=kernel, bandwidth_factor=factor,
-                             center=center, random_state=random_state)
+        return build_problem(
+            dataset,
+            kernel=kernel,
+            center=center,
+            bandwidth_factor=factor,
+            random_state=random_state,
+        )
+    return problem_from_data(
+        data,
+        name=str(dataset),
+        kernel=kernel,
+        bandwidth_factor=factor,
+        center=center,
+        random_state=random_state,
+    )
 
 
 def _race_at(G, reference, method, settings):
@@ -116,30 +135,48 @@ def _race_at(G, reference, method, settings):
     rank, eps, measure, seeds, max_effort = settings
     options = {**driver_options(measure), "track_residual": False}
     # the driver records each answer's warnings (and re-issues them once after its sweep)
-    results = [solve_to_tolerance(G, rank, method, eps, reference=reference,
-                                  random_state=seed, max_effort=max_effort, **options)
-               for seed in seeds]
+    results = [
+        solve_to_tolerance(
+            G,
+            rank,
+            method,
+            eps,
+            reference=reference,
+            random_state=seed,
+            max_effort=max_effort,
+            **options,
+        )
+        for seed in seeds
+    ]
     # the whole-triplet rule of the race, applied here to every seed's answer whatever the
     # driver stopped on: the measure, the singular values, the triplets and the solver's
     # trust; an unreliable answer never converges
     judged = [verdict(r) for r in results]
-    ok = all(r.converged and meets({**j, "value": r.value}, eps)
-             for r, j in zip(results, judged, strict=True))
+    ok = all(
+        r.converged and meets({**j, "value": r.value}, eps)
+        for r, j in zip(results, judged, strict=True)
+    )
     reliable = all(j["reliable"] for j in judged)
     lowrank = [lowrank_error(G, reference, r.result, rank=rank) for r in results]
     return {
         f"{method}_converged": ok,
-        f"{method}_effort": (int(statistics.median(r.effort for r in results)) if ok
-                             else max(r.effort for r in results)),
+        f"{method}_effort": (
+            int(statistics.median(r.effort for r in results))
+            if ok
+            else max(r.effort for r in results)
+        ),
         f"{method}_seconds": statistics.median(r.seconds for r in results) if ok else None,
-        f"{method}_value": (statistics.median(r.value for r in results) if ok
-                            else min(r.value for r in results)),
+        f"{method}_value": (
+            statistics.median(r.value for r in results) if ok else min(r.value for r in results)
+        ),
         f"{method}_lowrank": float(statistics.median(lowrank)),
-        f"{method}_passes": statistics.median(float(r.result.info.get("n_passes", np.nan))
-                                              for r in results),
+        f"{method}_passes": statistics.median(
+            float(r.result.info.get("n_passes", np.nan)) for r in results
+        ),
         f"{method}_sv_error": float(statistics.median(j["sv_error"] for j in judged)),
-        f"{method}_triplet_residual": float(statistics.median(j["triplet_residual"]
-                                                              for j in judged)),
+        f"{method}_triplet_residual": float(
+            statistics.median(j["triplet_residual"] for j in judged)
+        ),
         f"{method}_n_warnings": sum(j["n_warnings"] for j in judged),
         f"{method}_warnings": list(dict.fromkeys(m for j in judged for m in j["warnings"])),
         f"{method}_reliable": reliable,
@@ -160,12 +197,19 @@ def _spectrum_row(problem, factor, settings, n_values):
     s = np.asarray(reference.s, dtype=float)
     bound = measure_bound(measure, s, float(np.linalg.norm(G)), rank)
     warm_up_warnings = warm_up(G, rank, SPECTRUM_METHODS)
-    row = {"factor": factor, "eps": eps, "gamma": problem.gamma,
-           "kernel_seconds": problem.kernel_seconds,
-           "warm_up_warnings": warm_up_warnings, "reference_seconds_not_charged": ref_seconds,
-           "s1": float(s[0]),
-           "s2_over_s1": s[1] / s[0] if rank > 1 else None, "s_r_over_s1": s[rank - 1] / s[0],
-           "value_max": bound, "vacuous": bool(bound <= eps)}
+    row = {
+        "factor": factor,
+        "eps": eps,
+        "gamma": problem.gamma,
+        "kernel_seconds": problem.kernel_seconds,
+        "warm_up_warnings": warm_up_warnings,
+        "reference_seconds_not_charged": ref_seconds,
+        "s1": float(s[0]),
+        "s2_over_s1": s[1] / s[0] if rank > 1 else None,
+        "s_r_over_s1": s[rank - 1] / s[0],
+        "value_max": bound,
+        "vacuous": bool(bound <= eps),
+    }
     for method in SPECTRUM_METHODS:
         row.update(_race_at(G, reference, method, settings))
     a, b = row["rsvd_seconds"], row["asym_nystrom_seconds"]
@@ -241,7 +285,8 @@ def run_spectrum(
     from ksvd_bench.report import check_out_dir, machine_info, progress_bar
 
     factors, rank, n_seeds, n_values, eps = _check_arguments(
-        dataset, data, factors, rank, seeds, n_values, eps, weights)
+        dataset, data, factors, rank, seeds, n_values, eps, weights
+    )
     threads = check_threads(threads)
     if out is not None:
         out = check_out_dir(out, "out")
@@ -251,18 +296,29 @@ def run_spectrum(
     rows, svals = [], {}
     with solver_threads(threads):
         machine = machine_info()  # inside the limits: the counts the solvers used
-        for factor in progress_bar(factors, desc="spectrum", unit="factors",
-                                   enabled=progress):
+        for factor in progress_bar(factors, desc="spectrum", unit="factors", enabled=progress):
             problem = _factor_problem(dataset, data, factor, kernel, center, int(random_state))
             row, svals[factor] = _spectrum_row(problem, factor, settings, n_values)
             rows.append(row)
 
-    meta = {"command": "spectrum", "dataset": dataset, "kernel": kernel, "rank": rank,
-            "eps": eps, "measure": weights, "center": bool(center), "factors": factors,
-            "n_seeds": n_seeds, "seeds": run_seeds, "random_state": int(random_state),
-            "max_effort": max_effort, "threads": machine["numba_threads"],
-            "blas_threads": [b.get("num_threads") for b in machine["blas"]],
-            "dtype": "float64", "machine": machine}
+    meta = {
+        "command": "spectrum",
+        "dataset": dataset,
+        "kernel": kernel,
+        "rank": rank,
+        "eps": eps,
+        "measure": weights,
+        "center": bool(center),
+        "factors": factors,
+        "n_seeds": n_seeds,
+        "seeds": run_seeds,
+        "random_state": int(random_state),
+        "max_effort": max_effort,
+        "threads": machine["numba_threads"],
+        "blas_threads": [b.get("num_threads") for b in machine["blas"]],
+        "dtype": "float64",
+        "machine": machine,
+    }
     result = SpectrumResult(rows=rows, singular_values=svals, meta=meta)
     if out is not None:
         result.paths = write_spectrum_files(result, out)
@@ -275,13 +331,21 @@ def write_spectrum_files(result, out):
 
     out = Path(out)
     svals = result.singular_values
-    csv_rows = [{**r, **{f"s{i + 1}": v for i, v in enumerate(svals[r["factor"]])}}
-                for r in result.rows]
+    csv_rows = [
+        {**r, **{f"s{i + 1}": v for i, v in enumerate(svals[r["factor"]])}} for r in result.rows
+    ]
     return {
         "csv": str(write_csv(out / "spectrum.csv", csv_rows)),
-        "json": str(write_json(out / "spectrum.json",
-                               {"meta": result.meta, "rows": result.rows,
-                                "singular_values": {str(k): v for k, v in svals.items()}})),
+        "json": str(
+            write_json(
+                out / "spectrum.json",
+                {
+                    "meta": result.meta,
+                    "rows": result.rows,
+                    "singular_values": {str(k): v for k, v in svals.items()},
+                },
+            )
+        ),
         "png": str(plot_spectrum(result, out / "spectrum.png")),
     }
 
@@ -313,37 +377,64 @@ def format_spectrum(result, *, precision=3):
     meta = result.meta
     measure = meta["measure"]
     what = "lowrank excess" if measure == "lowrank" else f"eta ({measure} weights)"
-    cols = [("factor", "factor"), ("asym_nystrom_effort", "m"),
-            ("asym_nystrom_seconds", "asym s"), ("asym_nystrom_value", "asym val"),
-            ("asym_nystrom_lowrank", "asym lr"), ("asym_sv", "asym sv"),
-            ("rsvd_effort", "p"), ("rsvd_seconds", "rsvd s"), ("rsvd_value", "rsvd val"),
-            ("rsvd_sv", "rsvd sv"), ("warn", "warn"), ("speedup_text", "speedup")]
-    title = (f"{meta['dataset']}: asym Nystrom vs RSVD to {what} <= {meta['eps']:g} "
-             f"(r={meta['rank']}, {meta['n_seeds']} seeds, threads={meta['threads']}); "
-             f"m = asym Nystrom samples, p = RSVD oversampling; '-' = not converged "
-             f"(val = best reached; converging also needs "
-             f"max |s~_i - s_i| <= eps s_1, coherent triplets and a reliable answer); lr = "
-             f"low-rank excess of the answer; sv = max |s~_i - s_i| / s_1; warn = warnings "
-             f"of the asym Nystrom / RSVD answers ('!': one marked unreliable)")
+    cols = [
+        ("factor", "factor"),
+        ("asym_nystrom_effort", "m"),
+        ("asym_nystrom_seconds", "asym s"),
+        ("asym_nystrom_value", "asym val"),
+        ("asym_nystrom_lowrank", "asym lr"),
+        ("asym_sv", "asym sv"),
+        ("rsvd_effort", "p"),
+        ("rsvd_seconds", "rsvd s"),
+        ("rsvd_value", "rsvd val"),
+        ("rsvd_sv", "rsvd sv"),
+        ("warn", "warn"),
+        ("speedup_text", "speedup"),
+    ]
+    title = (
+        f"{meta['dataset']}: asym Nystrom vs RSVD to {what} <= {meta['eps']:g} "
+        f"(r={meta['rank']}, {meta['n_seeds']} seeds, threads={meta['threads']}); "
+        f"m = asym Nystrom samples, p = RSVD oversampling; '-' = not converged "
+        f"(val = best reached; converging also needs "
+        f"max |s~_i - s_i| <= eps s_1, coherent triplets and a reliable answer); lr = "
+        f"low-rank excess of the answer; sv = max |s~_i - s_i| / s_1; warn = warnings "
+        f"of the asym Nystrom / RSVD answers ('!': one marked unreliable)"
+    )
     # at most 100 characters: values and errors in 2 significant digits, times in 3
     short = {f"{m}_{k}": 2 for m in SPECTRUM_METHODS for k in ("value", "lowrank")}
     short.update({f"{m}_seconds": 3 for m in SPECTRUM_METHODS})
-    rows = [{**r, **{k: num(r.get(k), d) for k, d in short.items()},
-             "speedup_text": _speedup_text(r), "warn": _warn_text(r),
-             "asym_sv": num(r.get("asym_nystrom_sv_error"), 2),
-             "rsvd_sv": num(r.get("rsvd_sv_error"), 2)} for r in result.rows]
+    rows = [
+        {
+            **r,
+            **{k: num(r.get(k), d) for k, d in short.items()},
+            "speedup_text": _speedup_text(r),
+            "warn": _warn_text(r),
+            "asym_sv": num(r.get("asym_nystrom_sv_error"), 2),
+            "rsvd_sv": num(r.get("rsvd_sv_error"), 2),
+        }
+        for r in result.rows
+    ]
     race = format_table(rows, cols, precision=precision, title=wrap_note(title))
     notes = [wrap_note(n) for n in _spectrum_notes(result)]
     k = len(next(iter(result.singular_values.values())))
     by_factor = {r["factor"]: r for r in result.rows}
-    sv_rows = [{"factor": f, "gamma": by_factor[f]["gamma"],
-                "s2/s1": by_factor[f]["s2_over_s1"], "s_r/s1": by_factor[f]["s_r_over_s1"],
-                **{f"s{i + 1}": v for i, v in enumerate(s)}}
-               for f, s in result.singular_values.items()]
+    sv_rows = [
+        {
+            "factor": f,
+            "gamma": by_factor[f]["gamma"],
+            "s2/s1": by_factor[f]["s2_over_s1"],
+            "s_r/s1": by_factor[f]["s_r_over_s1"],
+            **{f"s{i + 1}": v for i, v in enumerate(s)},
+        }
+        for f, s in result.singular_values.items()
+    ]
     shown = ["factor", "gamma", "s2/s1", "s_r/s1"] + [f"s{i + 1}" for i in range(min(k, 8))]
-    sv = format_table(sv_rows, shown, precision=4,
-                      title=f"bandwidth and leading singular values per factor (first "
-                            f"{len(shown) - 4} of {k})")
+    sv = format_table(
+        sv_rows,
+        shown,
+        precision=4,
+        title=f"bandwidth and leading singular values per factor (first {len(shown) - 4} of {k})",
+    )
     return "\n".join([race] + notes) + "\n\n" + sv
 
 
@@ -355,12 +446,17 @@ def _spectrum_notes(result):
     if vac:
         factors = ", ".join(f"{r['factor']:g}" for r in vac)
         bound = max(r["value_max"] for r in vac)
-        what = ("the low-rank excess" if meta["measure"] == "lowrank"
-                else f"eta with {meta['measure']} weights (<= 2 mean(w))")
-        notes.append(f"NOTE: at factor(s) {factors} {what} is at most {bound:.3g} <= eps = "
-                     f"{meta['eps']:g} for ANY answer (even random vectors): the tolerance is "
-                     f"vacuous there, and the speedups marked * mean nothing. Use --measure "
-                     f"uniform or --measure lowrank for a tolerance that discriminates.")
+        what = (
+            "the low-rank excess"
+            if meta["measure"] == "lowrank"
+            else f"eta with {meta['measure']} weights (<= 2 mean(w))"
+        )
+        notes.append(
+            f"NOTE: at factor(s) {factors} {what} is at most {bound:.3g} <= eps = "
+            f"{meta['eps']:g} for ANY answer (even random vectors): the tolerance is "
+            f"vacuous there, and the speedups marked * mean nothing. Use --measure "
+            f"uniform or --measure lowrank for a tolerance that discriminates."
+        )
     if not any(r["asym_nystrom_converged"] or r["rsvd_converged"] for r in result.rows):
         notes.append("NOTE: neither method reached eps at any factor within the effort cap.")
     return notes
@@ -413,18 +509,47 @@ def _mark_cells(ax, rows):
     for r in rows:
         if r["vacuous"]:
             ax.axvspan(r["factor"] / 1.08, r["factor"] * 1.08, color="0.85", zorder=0)
-            ax.annotate("vacuous", (r["factor"], 0.97), xycoords=bottom, ha="center",
-                        va="top", fontsize=7, rotation=90, color="0.35")
+            ax.annotate(
+                "vacuous",
+                (r["factor"], 0.97),
+                xycoords=bottom,
+                ha="center",
+                va="top",
+                fontsize=7,
+                rotation=90,
+                color="0.35",
+            )
         elif not r["asym_nystrom_converged"]:
-            ax.annotate("not conv.", (r["factor"], 0.03), xycoords=bottom, ha="center",
-                        va="bottom", fontsize=7, rotation=90, color="C3")
+            ax.annotate(
+                "not conv.",
+                (r["factor"], 0.03),
+                xycoords=bottom,
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                rotation=90,
+                color="C3",
+            )
     if not any(r["asym_nystrom_converged"] or r["rsvd_converged"] for r in rows):
-        ax.text(0.5, 0.5, "nothing converged:\nneither method reached eps\nat any factor "
-                          "within the effort cap", transform=ax.transAxes, ha="center",
-                va="center", fontsize=9, color="C3")
+        ax.text(
+            0.5,
+            0.5,
+            "nothing converged:\nneither method reached eps\nat any factor within the effort cap",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="C3",
+        )
     elif any(r["vacuous"] for r in rows):
-        ax.text(0.02, 0.02, "grey: eps vacuous (any answer meets it)",
-                transform=ax.transAxes, fontsize=7, color="0.35")
+        ax.text(
+            0.02,
+            0.02,
+            "grey: eps vacuous (any answer meets it)",
+            transform=ax.transAxes,
+            fontsize=7,
+            color="0.35",
+        )
 
 
 def plot_spectrum(result, path):

@@ -15,8 +15,13 @@ from pathlib import Path
 from ksvd_bench.report.files import atomic_path
 from ksvd_bench.report.status import base_solver
 
-__all__ = ["save_figure", "figure_data_uri", "solver_colors",
-           "time_to_accuracy_figure", "profiles_figure"]
+__all__ = [
+    "save_figure",
+    "figure_data_uri",
+    "solver_colors",
+    "time_to_accuracy_figure",
+    "profiles_figure",
+]
 
 
 def save_figure(fig, path, *, dpi=110):
@@ -84,12 +89,12 @@ def _split_pixel_data(png):
     (every ``IDAT`` chunk's, joined: one zlib stream) and the chunks after the last."""
     pos, head_end, tail_start, data = 8, None, None, []
     while pos < len(png):
-        (length,) = struct.unpack(">I", png[pos:pos + 4])
-        kind = png[pos + 4:pos + 8]
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind = png[pos + 4 : pos + 8]
         end = pos + 12 + length
         if kind == b"IDAT":
             head_end = pos if head_end is None else head_end
-            data.append(png[pos + 8:pos + 8 + length])
+            data.append(png[pos + 8 : pos + 8 + length])
             tail_start = end
         pos = end
     if head_end is None:
@@ -100,7 +105,7 @@ def _split_pixel_data(png):
 def _png_padded(png, n):
     """``png`` with a ``tEXt`` chunk of ``n`` padding bytes after its header chunk."""
     chunk = _png_chunk(b"tEXt", b"pad\x00" + b"." * n)
-    end_of_ihdr = 8 + 8 + 13 + 4   # signature, IHDR length+type, IHDR data, CRC
+    end_of_ihdr = 8 + 8 + 13 + 4  # signature, IHDR length+type, IHDR data, CRC
     return png[:end_of_ihdr] + chunk + png[end_of_ihdr:]
 
 
@@ -125,15 +130,34 @@ def _new_figure(width, height, n_panels, *, title=False):
 
     fig = Figure(figsize=(width + _LEGEND_WIDTH, height))
     w, h = width + _LEGEND_WIDTH, height
-    fig.subplots_adjust(left=0.85 / w, right=1 - (_LEGEND_WIDTH + 0.1) / w, bottom=0.6 / h,
-                        top=1 - (0.6 if title else 0.35) / h, wspace=0.08)
+    fig.subplots_adjust(
+        left=0.85 / w,
+        right=1 - (_LEGEND_WIDTH + 0.1) / w,
+        bottom=0.6 / h,
+        top=1 - (0.6 if title else 0.35) / h,
+        wspace=0.08,
+    )
     return fig, fig.subplots(1, n_panels, sharey=True, squeeze=False)[0]
 
 
 #: qualitative colours, distinct in pairs (tab10, then four more); solvers beyond these reuse
 #: them in sorted order
-_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-            "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#b8860b", "#4b0082", "#00a087")
+_PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#000000",
+    "#b8860b",
+    "#4b0082",
+    "#00a087",
+)
 
 
 def solver_colors(names):
@@ -151,8 +175,14 @@ def _legend(fig, axes):
     if seen:
         w, h = fig.get_size_inches()
         top = max(ax.get_position().y1 for ax in axes)
-        fig.legend(list(seen.values()), list(seen), loc="upper left", fontsize=8,
-                   frameon=False, bbox_to_anchor=(1 - _LEGEND_WIDTH / w, top))
+        fig.legend(
+            list(seen.values()),
+            list(seen),
+            loc="upper left",
+            fontsize=8,
+            frameon=False,
+            bbox_to_anchor=(1 - _LEGEND_WIDTH / w, top),
+        )
     return bool(seen)
 
 
@@ -183,8 +213,7 @@ def _sweep_points(rows, x_key, floor=_ERROR_FLOOR):
     out = []
     for effort in sorted(by_effort, key=lambda e: (e is None, e)):
         xs, vs = np.array(by_effort[effort]).T
-        out.append((float(np.median(xs)), float(np.median(vs)), float(vs.min()),
-                    float(vs.max())))
+        out.append((float(np.median(xs)), float(np.median(vs)), float(vs.min()), float(vs.max())))
     return np.array(out) if out else np.empty((0, 4))
 
 
@@ -211,8 +240,7 @@ def time_to_accuracy_figure(rows, *, title=None, colors=None):
     fig, axes = _new_figure(9.4, 4.0, 2, title=bool(title))
     tolerances = sorted({float(r["eps"]) for r in rows if r.get("eps") is not None})
     floor = max(tolerances[0] * _BELOW_EPS, _ERROR_FLOOR) if tolerances else _ERROR_FLOOR
-    panels = (("seconds", "seconds", "time to solve (s)"),
-              ("passes", "n_passes", "passes over G"))
+    panels = (("seconds", "seconds", "time to solve (s)"), ("passes", "n_passes", "passes over G"))
     for ax, (hist_key, row_key, xlabel) in zip(axes, panels, strict=True):
         for solver, srows in by_solver.items():
             color = colors.get(solver)
@@ -220,33 +248,53 @@ def time_to_accuracy_figure(rows, *, title=None, colors=None):
             if len(pts):
                 ax.plot(pts[:, 0], pts[:, 1], "-o", ms=3, lw=1.5, color=color, label=solver)
                 if len(pts) > 1:
-                    ax.fill_between(pts[:, 0], pts[:, 2], pts[:, 3], color=color, alpha=0.18,
-                                    lw=0)
+                    ax.fill_between(pts[:, 0], pts[:, 2], pts[:, 3], color=color, alpha=0.18, lw=0)
                 continue
             xy = [(r.get(row_key), r.get("value")) for r in srows]
-            xy = [(float(x), max(float(v), floor)) for x, v in xy
-                  if x is not None and v is not None and np.isfinite(x) and np.isfinite(v)
-                  and float(x) > 0]
+            xy = [
+                (float(x), max(float(v), floor))
+                for x, v in xy
+                if x is not None
+                and v is not None
+                and np.isfinite(x)
+                and np.isfinite(v)
+                and float(x) > 0
+            ]
             if xy:
                 xs, vs = np.array(xy).T
                 ax.plot(xs, vs, "o", ms=5, color=color, label=solver, alpha=0.85)
         for eps in tolerances:
             ax.axhline(eps, color="0.25", ls="--", lw=1)
-            ax.annotate(f"eps {eps:g}", xy=(1, eps), xycoords=("axes fraction", "data"),
-                        xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
-                        color="0.25")
+            ax.annotate(
+                f"eps {eps:g}",
+                xy=(1, eps),
+                xycoords=("axes fraction", "data"),
+                xytext=(-4, 3),
+                textcoords="offset points",
+                ha="right",
+                fontsize=8,
+                color="0.25",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         _log_axis(ax.xaxis)
         _log_axis(ax.yaxis)
         ax.set_xlabel(xlabel)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0].set_ylabel(f"error reached (measure; below {floor:.0e} drawn at {floor:.0e})",
-                       fontsize=9)
+    axes[0].set_ylabel(
+        f"error reached (measure; below {floor:.0e} drawn at {floor:.0e})", fontsize=9
+    )
     if not _legend(fig, axes):
         for ax in axes:
-            ax.text(0.5, 0.5, "no timed answer to draw", ha="center", va="center",
-                    transform=ax.transAxes, color="0.4")
+            ax.text(
+                0.5,
+                0.5,
+                "no timed answer to draw",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                color="0.4",
+            )
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
@@ -271,14 +319,27 @@ def profiles_figure(table, *, title=None, colors=None, tau_max=100.0):
     solvers = table["solvers"]
     colors = colors or solver_colors(base_solver(s) for s in solvers)
     n = len(table["problems"])
-    panels = [("perf", "seconds", None, "performance ratio tau (time / fastest time)",
-               "Performance profile (time)")]
+    panels = [
+        (
+            "perf",
+            "seconds",
+            None,
+            "performance ratio tau (time / fastest time)",
+            "Performance profile (time)",
+        )
+    ]
     panels.append(("data", "passes", None, "budget: passes over G", "Data profile (passes)"))
     if any(np.isfinite(v).any() for v in table["entries"].values()):
         scaled = table.get("entries_scale") is not None
-        panels.append(("data", "entries", table.get("entries_scale"),
-                       "budget: entries read / (N M)" if scaled else "budget: entries read",
-                       "Data profile (entries read)"))
+        panels.append(
+            (
+                "data",
+                "entries",
+                table.get("entries_scale"),
+                "budget: entries read / (N M)" if scaled else "budget: entries read",
+                "Data profile (entries read)",
+            )
+        )
     fig, axes = _new_figure(3.6 * len(panels) + 0.4, 3.8, len(panels), title=bool(title))
     for ax, (kind, field, scale, xlabel, name) in zip(axes, panels, strict=True):
         if kind == "perf":
@@ -292,9 +353,15 @@ def profiles_figure(table, *, title=None, colors=None, tau_max=100.0):
             # a solver under a stopping rule ("rsvd [stop=residual]") is its solver's colour,
             # dashed: 23 entries stay 12 colours and one legend line for the rule
             tagged = base_solver(s) != s
-            ax.step(xs, ys, where="post", color=colors.get(s, colors.get(base_solver(s))),
-                    lw=1.2 if tagged else 1.7, ls="--" if tagged else "-",
-                    label=None if tagged else s)
+            ax.step(
+                xs,
+                ys,
+                where="post",
+                color=colors.get(s, colors.get(base_solver(s))),
+                lw=1.2 if tagged else 1.7,
+                ls="--" if tagged else "-",
+                label=None if tagged else s,
+            )
         ax.set_xscale("log")
         _log_axis(ax.xaxis)
         if kind == "perf":
@@ -305,8 +372,14 @@ def profiles_figure(table, *, title=None, colors=None, tau_max=100.0):
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel(f"fraction of the {n} problems solved")
     if any(base_solver(s) != s for s in solvers):
-        axes[0].plot([], [], color="0.3", ls="--", lw=1.2, label="dashed: the same solver,\n"
-                     "stopped by the residual\nestimate ([stop=residual])")
+        axes[0].plot(
+            [],
+            [],
+            color="0.3",
+            ls="--",
+            lw=1.2,
+            label="dashed: the same solver,\nstopped by the residual\nestimate ([stop=residual])",
+        )
     _legend(fig, axes)
     if title:
         fig.suptitle(title, fontsize=11)

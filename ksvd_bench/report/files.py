@@ -132,8 +132,9 @@ def check_out_dir(out, name="out"):
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path, got {type(out).__name__}")
     if str(out).strip() == "":
-        raise ValueError(f"{name} must name a directory, got an empty string (use '.' for the "
-                         f"current directory)")
+        raise ValueError(
+            f"{name} must name a directory, got an empty string (use '.' for the current directory)"
+        )
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{name}={str(out)!r} exists and is not a directory")

@@ -123,8 +123,10 @@ def _table(header, body_rows):
 
 def _figure(fig, alt, caption):
     uri = figure_data_uri(fig)
-    return (f'<figure><img src="{uri}" alt="{_text(alt)}">'
-            f"<figcaption>{_text(caption)}</figcaption></figure>")
+    return (
+        f'<figure><img src="{uri}" alt="{_text(alt)}">'
+        f"<figcaption>{_text(caption)}</figcaption></figure>"
+    )
 
 
 def _headline_section(rows, extra_lines):
@@ -133,22 +135,29 @@ def _headline_section(rows, extra_lines):
         finding = _text(v["finding"])
         if v["winner"] and v["finding"].startswith(v["winner"]):
             w = _text(v["winner"])
-            finding = f'<span class="winner">{w}</span>{finding[len(w):]}'
-        items.append(f'<li class="verdict">{_text(v["problem"])}, {_text(v["what"])}: '
-                     f"{finding}</li>")
+            finding = f'<span class="winner">{w}</span>{finding[len(w) :]}'
+        items.append(
+            f'<li class="verdict">{_text(v["problem"])}, {_text(v["what"])}: {finding}</li>'
+        )
     warn = warning_counts(rows)
     if warn:
-        listed = ", ".join(f"{_text(s)} {n} ({d} distinct)" for s, (n, d) in
-                           sorted(warn.items(), key=lambda kv: (-kv[1][0], kv[0])))
-        items.append('<li class="s-warning">Warnings per solver (its stopping-rule rows '
-                     f"included), summed over rows: {listed}. Messages under "
-                     '<a href="#failures">Failures</a>.</li>')
+        listed = ", ".join(
+            f"{_text(s)} {n} ({d} distinct)"
+            for s, (n, d) in sorted(warn.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        )
+        items.append(
+            '<li class="s-warning">Warnings per solver (its stopping-rule rows '
+            f"included), summed over rows: {listed}. Messages under "
+            '<a href="#failures">Failures</a>.</li>'
+        )
     items += [f"<li>{_text(line)}</li>" for line in extra_lines]
-    return ('<section id="headline"><h2>Headline</h2>'
-            '<p class="muted">Per problem, measure and tolerance: the fastest solver whose '
-            "answer is right (measure, singular values and triplets within eps, answer "
-            "reliable), its solve time (median over seeds) and its speedup over RSVD.</p>"
-            f"<ul>{''.join(items)}</ul></section>")
+    return (
+        '<section id="headline"><h2>Headline</h2>'
+        '<p class="muted">Per problem, measure and tolerance: the fastest solver whose '
+        "answer is right (measure, singular values and triplets within eps, answer "
+        "reliable), its solve time (median over seeds) and its speedup over RSVD.</p>"
+        f"<ul>{''.join(items)}</ul></section>"
+    )
 
 
 def _rows_table(rows):
@@ -156,16 +165,31 @@ def _rows_table(rows):
     for r in rows:
         speed = r.get("speedup_vs_rsvd")
         body.append(
-            "<tr>" + f"<td>{_text(r.get('method', '?'))}</td>"
-            + f"<td class='num'>{_num(r.get('eps'))}</td>" + _status_cell(row_status(r))
+            "<tr>"
+            + f"<td>{_text(r.get('method', '?'))}</td>"
+            + f"<td class='num'>{_num(r.get('eps'))}</td>"
+            + _status_cell(row_status(r))
             + f"<td class='num'>{_num(r.get('seconds'))}</td>"
             + f"<td class='num'>{_num(r.get('n_passes'))}</td>"
             + f"<td class='num'>{_num(r.get('effort'))}</td>"
             + f"<td class='num'>{_num(r.get('value'))}</td>"
             + f"<td class='num'>{_num(r.get('sv_error'))}</td>"
-            + f"<td class='num'>{_num(speed)}</td></tr>")
-    return _table(["solver", "eps", "status", "seconds", "passes", "effort", "value",
-                   "sv error", "speedup vs RSVD"], body)
+            + f"<td class='num'>{_num(speed)}</td></tr>"
+        )
+    return _table(
+        [
+            "solver",
+            "eps",
+            "status",
+            "seconds",
+            "passes",
+            "effort",
+            "value",
+            "sv error",
+            "speedup vs RSVD",
+        ],
+        body,
+    )
 
 
 def _problem_sections(rows, colors):
@@ -180,8 +204,10 @@ def _problem_sections(rows, colors):
             facts.append(" x ".join(str(n) for n in first["shape"]))
         if first.get("kernel"):
             facts.append(f"kernel {first['kernel']}")
-        parts = [f'<section class="problem" id="{problem_id(problem)}" '
-                 f'data-problem="{_text(problem)}"><h2>Problem: {_text(problem)}</h2>']
+        parts = [
+            f'<section class="problem" id="{problem_id(problem)}" '
+            f'data-problem="{_text(problem)}"><h2>Problem: {_text(problem)}</h2>'
+        ]
         if facts:
             parts.append(f'<p class="muted">{_text(", ".join(facts))}</p>')
         by_measure = {}
@@ -190,17 +216,26 @@ def _problem_sections(rows, colors):
         for measure, mrows in by_measure.items():
             has_history = any(r.get("history") for r in mrows)
             fig = time_to_accuracy_figure(mrows, colors=colors)
-            how = ("along each solver's effort sweep: median over seeds, band from the "
-                   "best to the worst seed" if has_history else
-                   "one point per solver and tolerance at the effort found (this run "
-                   "recorded no effort sweep)")
+            how = (
+                "along each solver's effort sweep: median over seeds, band from the "
+                "best to the worst seed"
+                if has_history
+                else "one point per solver and tolerance at the effort found (this run "
+                "recorded no effort sweep)"
+            )
             parts.append(f"<h3>{_text(measure)}</h3>")
-            parts.append(_figure(
-                fig, f"time to accuracy, {problem}, {measure}",
-                f"Error reached under {measure} against solve time (left) and passes over G "
-                f"(right), {how}; dashed lines: eps."))
-            parts.append(f"<details><summary>All {len(mrows)} rows of {_text(measure)}"
-                         f"</summary>{_rows_table(mrows)}</details>")
+            parts.append(
+                _figure(
+                    fig,
+                    f"time to accuracy, {problem}, {measure}",
+                    f"Error reached under {measure} against solve time (left) and passes over G "
+                    f"(right), {how}; dashed lines: eps.",
+                )
+            )
+            parts.append(
+                f"<details><summary>All {len(mrows)} rows of {_text(measure)}"
+                f"</summary>{_rows_table(mrows)}</details>"
+            )
         parts.append("</section>")
         out.append("".join(parts))
     return out
@@ -208,32 +243,43 @@ def _problem_sections(rows, colors):
 
 def _profiles_section(records, colors):
     tables = profile_tables(records)
-    parts = ['<section id="profiles"><h2>Performance and data profiles</h2>'
-             '<p class="muted">Performance profile (Dolan &amp; Mor&eacute; 2002): for each '
-             "solver, the fraction of problems it solves within tau times the fastest "
-             "solver's time on that problem; tau = 1 counts its wins, the right end the "
-             "problems it solves at all. An unsolved problem never counts. Data profiles "
-             "(Mor&eacute; &amp; Wild 2009): the fraction solved within a budget of passes "
-             "over G or of entries of G read.</p>"]
+    parts = [
+        '<section id="profiles"><h2>Performance and data profiles</h2>'
+        '<p class="muted">Performance profile (Dolan &amp; Mor&eacute; 2002): for each '
+        "solver, the fraction of problems it solves within tau times the fastest "
+        "solver's time on that problem; tau = 1 counts its wins, the right end the "
+        "problems it solves at all. An unsolved problem never counts. Data profiles "
+        "(Mor&eacute; &amp; Wild 2009): the fraction solved within a budget of passes "
+        "over G or of entries of G read.</p>"
+    ]
     fails = []
     for (measure, eps), table in tables.items():
         title = f"{measure}, eps {eps:g} ({len(table['problems'])} problems)"
         parts.append(f"<h3>{_text(title)}</h3>")
-        parts.append(_figure(profiles_figure(table, colors=colors),
-                             f"profiles, {measure}, eps {eps:g}",
-                             f"{measure} within eps {eps:g}; problems: "
-                             + ", ".join(table["problems"]) + "."))
+        parts.append(
+            _figure(
+                profiles_figure(table, colors=colors),
+                f"profiles, {measure}, eps {eps:g}",
+                f"{measure} within eps {eps:g}; problems: " + ", ".join(table["problems"]) + ".",
+            )
+        )
     for rec in sorted(records, key=lambda r: (str(r.get("solver")), str(r.get("problem")))):
         status = rec.get("status", "converged")
         if status != "converged":
-            fails.append("<tr>" + f"<td>{_text(rec.get('solver'))}</td>"
-                         f"<td>{_text(rec.get('problem'))}</td>"
-                         f"<td>{_text(rec.get('measure'))}</td>"
-                         f"<td class='num'>{_num(rec.get('eps'))}</td>" + _status_cell(status)
-                         + f"<td>{_text(rec.get('reason') or '')}</td></tr>")
+            fails.append(
+                "<tr>" + f"<td>{_text(rec.get('solver'))}</td>"
+                f"<td>{_text(rec.get('problem'))}</td>"
+                f"<td>{_text(rec.get('measure'))}</td>"
+                f"<td class='num'>{_num(rec.get('eps'))}</td>"
+                + _status_cell(status)
+                + f"<td>{_text(rec.get('reason') or '')}</td></tr>"
+            )
     parts.append("<h3>Problems each solver fails</h3>")
-    parts.append(_table(["solver", "problem", "measure", "eps", "status", "reason"], fails)
-                 if fails else "<p>Every solver solves every problem.</p>")
+    parts.append(
+        _table(["solver", "problem", "measure", "eps", "status", "reason"], fails)
+        if fails
+        else "<p>Every solver solves every problem.</p>"
+    )
     parts.append("</section>")
     return "".join(parts)
 
@@ -250,34 +296,47 @@ def _failures_section(rows):
     counts = {}
     for f in wrong:
         counts[f["status"]] = counts.get(f["status"], 0) + 1
-    parts.append("<p>" + (", ".join(f"{n} {_text(s)}" for s, n in counts.items())
-                          if counts else "No failed row.") + "</p>")
+    parts.append(
+        "<p>"
+        + (", ".join(f"{n} {_text(s)}" for s, n in counts.items()) if counts else "No failed row.")
+        + "</p>"
+    )
     if wrong:
-        body = ["<tr>" + f"<td>{_text(f['problem'])}</td><td>{_text(f['solver'])}</td>"
-                f"<td>{_text(f['measure'])}</td><td class='num'>{_num(f['eps'])}</td>"
-                + _status_cell(f["status"]) + f"<td class='num'>{_num(f['sv_error'])}</td>"
-                f"<td>{_text(f['reason'] or '')}</td></tr>" for f in wrong]
-        parts.append(_table(["problem", "solver", "measure", "eps", "status", "sv error",
-                             "reason"], body))
+        body = [
+            "<tr>" + f"<td>{_text(f['problem'])}</td><td>{_text(f['solver'])}</td>"
+            f"<td>{_text(f['measure'])}</td><td class='num'>{_num(f['eps'])}</td>"
+            + _status_cell(f["status"])
+            + f"<td class='num'>{_num(f['sv_error'])}</td>"
+            f"<td>{_text(f['reason'] or '')}</td></tr>"
+            for f in wrong
+        ]
+        parts.append(
+            _table(["problem", "solver", "measure", "eps", "status", "sv error", "reason"], body)
+        )
     if not_run:
-        items = "".join(f"<li>{_text(solver)} on {_text(problem)}: {_text(reason)}</li>"
-                        for (problem, solver), reason in not_run.items())
+        items = "".join(
+            f"<li>{_text(solver)} on {_text(problem)}: {_text(reason)}</li>"
+            for (problem, solver), reason in not_run.items()
+        )
         parts.append(f"<h3>Not run (does not apply)</h3><ul>{items}</ul>")
     parts.append("<h3>Warnings</h3>")
     if warned:
         by_solver = {}
         for f in warned:
-            entry = by_solver.setdefault((f["problem"], base_solver(f["solver"])),
-                                         [0, {}])
+            entry = by_solver.setdefault((f["problem"], base_solver(f["solver"])), [0, {}])
             entry[0] += f["n_warnings"]
             for m in f["warnings"]:
                 entry[1][m] = entry[1].get(m, 0) + 1
         body = []
         for (problem, solver), (n, msgs) in by_solver.items():
-            items = "".join(f"<li>{_text(m)} <span class='muted'>({k} row"
-                            f"{'s' * (k != 1)})</span></li>" for m, k in msgs.items())
-            body.append(f"<tr><td>{_text(problem)}</td><td>{_text(solver)}</td>"
-                        f"<td class='num'>{n}</td><td><ul class='msgs'>{items}</ul></td></tr>")
+            items = "".join(
+                f"<li>{_text(m)} <span class='muted'>({k} row{'s' * (k != 1)})</span></li>"
+                for m, k in msgs.items()
+            )
+            body.append(
+                f"<tr><td>{_text(problem)}</td><td>{_text(solver)}</td>"
+                f"<td class='num'>{n}</td><td><ul class='msgs'>{items}</ul></td></tr>"
+            )
         parts.append(_table(["problem", "solver", "warnings", "distinct messages"], body))
     else:
         parts.append("<p>No warning.</p>")
@@ -305,17 +364,31 @@ def _record_value(value):
 
 def _record_section(meta):
     meta = dict(meta or {})
-    first = ["command_line", "collection", "seeds", "n_seeds", "threads", "blas_threads",
-             "load_average", "started_at", "finished_at", "timing", "dtype"]
-    keys = [k for k in first if k in meta] + [k for k in meta if k not in first
-                                               and k not in ("machine", "reference")]
+    first = [
+        "command_line",
+        "collection",
+        "seeds",
+        "n_seeds",
+        "threads",
+        "blas_threads",
+        "load_average",
+        "started_at",
+        "finished_at",
+        "timing",
+        "dtype",
+    ]
+    keys = [k for k in first if k in meta] + [
+        k for k in meta if k not in first and k not in ("machine", "reference")
+    ]
     items = [f"<dt>{_text(k)}</dt><dd>{_record_value(meta[k])}</dd>" for k in keys]
     machine = meta.get("machine") or {}
-    items += [f"<dt>machine: {_text(k)}</dt><dd>{_record_value(v)}</dd>"
-              for k, v in machine.items()]
+    items += [
+        f"<dt>machine: {_text(k)}</dt><dd>{_record_value(v)}</dd>" for k, v in machine.items()
+    ]
     body = "".join(items) if items else "<dt>record</dt><dd>none given</dd>"
-    return ('<section id="record"><h2>Record of the run</h2>'
-            f'<dl class="record">{body}</dl></section>')
+    return (
+        f'<section id="record"><h2>Record of the run</h2><dl class="record">{body}</dl></section>'
+    )
 
 
 def render_report(*, rows=(), meta=None, records=None, title=None, headline_extra=()):
@@ -331,37 +404,63 @@ def render_report(*, rows=(), meta=None, records=None, title=None, headline_extr
     title = title or f"ksvd-bench {meta.get('command', 'report')}"
     problems = list(dict.fromkeys(problem_of(r) for r in rows))
     when = meta.get("finished_at") or _dt.datetime.now(_dt.timezone.utc).isoformat(
-        timespec="seconds")
+        timespec="seconds"
+    )
     nav = '<a href="#profiles">profiles</a>' if records else ""
     nav += "".join(f'<a href="#{problem_id(p)}">{_text(p)}</a>' for p in problems)
     nav += '<a href="#failures">failures</a><a href="#record">record</a>'
-    body = [f"<header><h1>{_text(title)}</h1><p class='sub'>"
-            f"{_text(meta.get('command_line', ''))} &middot; {_text(when)}</p>"
-            f"<nav>{nav}</nav></header>"]
+    body = [
+        f"<header><h1>{_text(title)}</h1><p class='sub'>"
+        f"{_text(meta.get('command_line', ''))} &middot; {_text(when)}</p>"
+        f"<nav>{nav}</nav></header>"
+    ]
     # the answer first: the headline, then (a suite) the profiles over all problems, then
     # each problem's curves
     if rows or records:
         # a suite given only its records still gets its headline from them
-        body.append(_headline_section(rows or [
-            {"problem": r.get("problem"), "method": r.get("solver"), "measure": r.get("measure"),
-             "eps": r.get("eps"), "seconds": r.get("seconds"),
-             "status": r.get("status", "converged")} for r in records], headline_extra))
+        body.append(
+            _headline_section(
+                rows
+                or [
+                    {
+                        "problem": r.get("problem"),
+                        "method": r.get("solver"),
+                        "measure": r.get("measure"),
+                        "eps": r.get("eps"),
+                        "seconds": r.get("seconds"),
+                        "status": r.get("status", "converged"),
+                    }
+                    for r in records
+                ],
+                headline_extra,
+            )
+        )
     if records:
         body.append(_profiles_section(records, colors))
     if rows:
         body += _problem_sections(rows, colors)
     body.append(_failures_section(rows))
     body.append(_record_section(meta))
-    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            # an empty inline icon: the browser asks for no favicon file
-            "<link rel='icon' href='data:,'>"
-            f"<title>{_text(title)}</title><style>{_STYLE}</style></head>"
-            f"<body><main>{''.join(body)}</main></body></html>\n")
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        # an empty inline icon: the browser asks for no favicon file
+        "<link rel='icon' href='data:,'>"
+        f"<title>{_text(title)}</title><style>{_STYLE}</style></head>"
+        f"<body><main>{''.join(body)}</main></body></html>\n"
+    )
 
 
-def write_report(out_dir, *, rows=(), meta=None, records=None, title=None, headline_extra=(),
-                 filename=REPORT_NAME):
+def write_report(
+    out_dir,
+    *,
+    rows=(),
+    meta=None,
+    records=None,
+    title=None,
+    headline_extra=(),
+    filename=REPORT_NAME,
+):
     """Write the self-contained page ``out_dir/report.html``; returns its path.
 
     Parameters
@@ -393,6 +492,7 @@ def write_report(out_dir, *, rows=(), meta=None, records=None, title=None, headl
     ValueError
         When neither rows nor records are given, or a row holds an unknown status.
     """
-    page = render_report(rows=rows, meta=meta, records=records, title=title,
-                         headline_extra=headline_extra)
+    page = render_report(
+        rows=rows, meta=meta, records=records, title=title, headline_extra=headline_extra
+    )
     return write_text(Path(out_dir) / filename, page)

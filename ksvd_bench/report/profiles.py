@@ -25,8 +25,17 @@ import numpy as np
 __all__ = ["performance_profile", "data_profile", "profile_tables", "SUITE_RECORD_FIELDS"]
 
 #: the fields of one suite record (see :func:`profile_tables`)
-SUITE_RECORD_FIELDS = ("problem", "solver", "measure", "eps", "seconds", "passes",
-                       "entries_read", "status", "reason")
+SUITE_RECORD_FIELDS = (
+    "problem",
+    "solver",
+    "measure",
+    "eps",
+    "seconds",
+    "passes",
+    "entries_read",
+    "status",
+    "reason",
+)
 
 
 def _cost_table(costs, name):
@@ -37,17 +46,21 @@ def _cost_table(costs, name):
     table = []
     for solver, values in costs.items():
         if np.isscalar(values) or values is None:
-            raise ValueError(f"{name}[{solver!r}] must be a sequence over problems, "
-                             f"got {type(values).__name__}")
+            raise ValueError(
+                f"{name}[{solver!r}] must be a sequence over problems, got {type(values).__name__}"
+            )
         row = np.array([np.inf if v is None else v for v in values], dtype=float)
         if row.ndim != 1:
-            raise ValueError(f"{name}[{solver!r}] must be 1-D (one cost per problem), "
-                             f"got shape {row.shape}")
+            raise ValueError(
+                f"{name}[{solver!r}] must be 1-D (one cost per problem), got shape {row.shape}"
+            )
         table.append(row)
     sizes = {row.size for row in table}
     if len(sizes) != 1:
-        raise ValueError(f"{name}: every solver needs one cost per problem; got lengths "
-                         + ", ".join(f"{s}={r.size}" for s, r in zip(solvers, table, strict=True)))
+        raise ValueError(
+            f"{name}: every solver needs one cost per problem; got lengths "
+            + ", ".join(f"{s}={r.size}" for s, r in zip(solvers, table, strict=True))
+        )
     table = np.vstack(table)
     if table.shape[1] == 0:
         raise ValueError(f"{name}: no problems")
@@ -153,14 +166,17 @@ def data_profile(costs, *, scale=None):
     if scale is not None:
         scale = np.asarray(scale, dtype=float)
         if scale.shape != (c.shape[1],) or not np.all(np.isfinite(scale) & (scale > 0)):
-            raise ValueError(f"scale must hold one finite positive unit per problem "
-                             f"({c.shape[1]}), got {scale.tolist()!r}")
+            raise ValueError(
+                f"scale must hold one finite positive unit per problem "
+                f"({c.shape[1]}), got {scale.tolist()!r}"
+            )
         c = c / scale
     finite = c[np.isfinite(c)]
     budget = np.unique(finite) if finite.size else np.array([1.0])
     n = c.shape[1]
-    fraction = {s: (c[i][None, :] <= budget[:, None]).sum(axis=1) / n
-                for i, s in enumerate(solvers)}
+    fraction = {
+        s: (c[i][None, :] <= budget[:, None]).sum(axis=1) / n for i, s in enumerate(solvers)
+    }
     return budget, fraction
 
 
@@ -206,8 +222,10 @@ def profile_tables(records):
         problems = list(dict.fromkeys(str(r["problem"]) for r in recs))
         solvers = list(dict.fromkeys(str(r["solver"]) for r in recs))
         pidx = {p: i for i, p in enumerate(problems)}
-        out = {f: {s: np.full(len(problems), np.inf) for s in solvers}
-               for f in ("seconds", "passes", "entries")}
+        out = {
+            f: {s: np.full(len(problems), np.inf) for s in solvers}
+            for f in ("seconds", "passes", "entries")
+        }
         sizes = np.full(len(problems), np.nan)
         for r in recs:
             i = pidx[str(r["problem"])]
@@ -215,11 +233,17 @@ def profile_tables(records):
                 sizes[i] = float(np.prod(r["shape"]))
             if r.get("status", "converged") != "converged":
                 continue
-            for field, src in (("seconds", "seconds"), ("passes", "passes"),
-                               ("entries", "entries_read")):
+            for field, src in (
+                ("seconds", "seconds"),
+                ("passes", "passes"),
+                ("entries", "entries_read"),
+            ):
                 v = r.get(src)
                 out[field][str(r["solver"])][i] = np.inf if v is None else float(v)
-        tables[key] = {"problems": problems, "solvers": solvers, **out,
-                       "entries_scale": sizes if np.all(np.isfinite(sizes) & (sizes > 0))
-                       else None}
+        tables[key] = {
+            "problems": problems,
+            "solvers": solvers,
+            **out,
+            "entries_scale": sizes if np.all(np.isfinite(sizes) & (sizes > 0)) else None,
+        }
     return tables

@@ -15,9 +15,16 @@ import math
 
 from ksvd_bench._scoring import STATUSES
 
-__all__ = ["STATUSES", "row_status", "is_right", "applies", "failures", "measure_label",
-           "problem_of", "base_solver"]
-
+__all__ = [
+    "STATUSES",
+    "row_status",
+    "is_right",
+    "applies",
+    "failures",
+    "measure_label",
+    "problem_of",
+    "base_solver",
+]
 
 
 def _num(value):
@@ -42,8 +49,10 @@ def row_status(row):
     status = row.get("status")
     if status is not None:
         if status not in STATUSES:
-            raise ValueError(f"row {row.get('method')!r} has unknown status {status!r}; "
-                             f"expected one of {STATUSES}")
+            raise ValueError(
+                f"row {row.get('method')!r} has unknown status {status!r}; "
+                f"expected one of {STATUSES}"
+            )
         return status
     sv_error, eps = _num(row.get("sv_error")), _num(row.get("eps"))
     if row.get("converged"):
@@ -104,11 +113,18 @@ def failures(rows):
         n_warnings = int(row.get("n_warnings") or len(messages))
         if status == "converged" and not n_warnings:
             continue
-        out.append({
-            "problem": problem_of(row), "solver": str(row.get("method", "?")),
-            "measure": measure_label(row), "eps": row.get("eps"), "status": status,
-            "applies": applies(row),
-            "sv_error": _num(row.get("sv_error")), "reason": row.get("note"),
-            "n_warnings": n_warnings, "warnings": messages,
-        })
+        out.append(
+            {
+                "problem": problem_of(row),
+                "solver": str(row.get("method", "?")),
+                "measure": measure_label(row),
+                "eps": row.get("eps"),
+                "status": status,
+                "applies": applies(row),
+                "sv_error": _num(row.get("sv_error")),
+                "reason": row.get("note"),
+                "n_warnings": n_warnings,
+                "warnings": messages,
+            }
+        )
     return out

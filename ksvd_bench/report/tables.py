@@ -77,8 +77,9 @@ def format_table(rows, columns=None, *, precision=3, title=None, groups=None):
 def wrap_note(text, width=TEXT_WIDTH, indent=""):
     """Wrap a note (one paragraph per line of ``text``) to ``width`` characters."""
     return "\n".join(
-        textwrap.fill(par, width=width, initial_indent=indent,
-                      subsequent_indent=indent + "  ") if par else ""
+        textwrap.fill(par, width=width, initial_indent=indent, subsequent_indent=indent + "  ")
+        if par
+        else ""
         for par in text.split("\n")
     )
 
@@ -93,6 +94,15 @@ def progress_bar(iterable=None, *, total=None, desc=None, enabled=True, unit="it
     """
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, unit=unit, disable=not enabled, leave=False,
-                bar_format=("{desc}: {percentage:3.0f}%|{bar:16}| {n_fmt}/{total_fmt} {unit} "
-                            "[{elapsed} elapsed]{postfix}"))
+    return tqdm(
+        iterable,
+        total=total,
+        desc=desc,
+        unit=unit,
+        disable=not enabled,
+        leave=False,
+        bar_format=(
+            "{desc}: {percentage:3.0f}%|{bar:16}| {n_fmt}/{total_fmt} {unit} "
+            "[{elapsed} elapsed]{postfix}"
+        ),
+    )

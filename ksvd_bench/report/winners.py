@@ -8,7 +8,7 @@ Used by the terminal (``ksvd-bench compare`` ends with :func:`headline`) and by 
 A right answer is a row whose :func:`~ksvd_bench.report.status.row_status` is ``"converged"``
 and that has ``seconds``; the time compared is ``seconds`` (the solve at the found effort,
 median over seeds). The baseline is the row whose ``method`` is exactly ``"rsvd"`` in the same
-group. """
+group."""
 
 from __future__ import annotations
 
@@ -79,9 +79,18 @@ def verdicts(rows):
         base = next((r for r in group if r.get("method") == BASELINE), None)
         base_status = row_status(base) if base is not None else None
         base_s = float(base["seconds"]) if base is not None and is_right(base) else None
-        v = {"problem": problem, "measure": measure, "eps": eps, "winner": None,
-             "seconds": None, "baseline_seconds": base_s, "baseline_status": base_status,
-             "speedup": None, "n_right": len(right), "n_solvers": len(group)}
+        v = {
+            "problem": problem,
+            "measure": measure,
+            "eps": eps,
+            "winner": None,
+            "seconds": None,
+            "baseline_seconds": base_s,
+            "baseline_status": base_status,
+            "speedup": None,
+            "n_right": len(right),
+            "n_solvers": len(group),
+        }
         v["what"] = f"{measure}, eps {_fmt_eps(eps)}"
         if not right:
             v["finding"] = f"no solver's answer is right (0/{len(group)})."
@@ -94,10 +103,11 @@ def verdicts(rows):
             tail = "RSVD itself is the fastest"
         elif base_s is not None and v["seconds"] > 0:
             v["speedup"] = base_s / v["seconds"]
-            tail = (f"{_fmt_ratio(v['speedup'])}x faster than RSVD ({_fmt_seconds(base_s)})"
-                    if v["speedup"] >= 1 else
-                    f"{_fmt_ratio(1 / v['speedup'])}x slower than RSVD "
-                    f"({_fmt_seconds(base_s)})")
+            tail = (
+                f"{_fmt_ratio(v['speedup'])}x faster than RSVD ({_fmt_seconds(base_s)})"
+                if v["speedup"] >= 1
+                else f"{_fmt_ratio(1 / v['speedup'])}x slower than RSVD ({_fmt_seconds(base_s)})"
+            )
         elif base is None:
             tail = "no RSVD row to compare with"
         else:
@@ -108,11 +118,15 @@ def verdicts(rows):
         raced = next((r for r in right if r.get("stop") != "exact"), None)
         if best.get("stop") == "exact":
             v["raced_winner"] = None if raced is None else str(raced["method"])
-            tail += ("; no raced solver is right" if raced is None else
-                     f"; fastest raced solver: {raced['method']} "
-                     f"{_fmt_seconds(float(raced['seconds']))}")
-        v["finding"] = (f"{v['winner']} {_fmt_seconds(v['seconds'])}, {tail}; "
-                        f"{len(right)}/{len(group)} right.")
+            tail += (
+                "; no raced solver is right"
+                if raced is None
+                else f"; fastest raced solver: {raced['method']} "
+                f"{_fmt_seconds(float(raced['seconds']))}"
+            )
+        v["finding"] = (
+            f"{v['winner']} {_fmt_seconds(v['seconds'])}, {tail}; {len(right)}/{len(group)} right."
+        )
         v["sentence"] = f"{problem}, {v['what']}: {v['finding']}"
         out.append(v)
     return out
@@ -188,8 +202,12 @@ def headline(rows, *, max_lines=30, report_path=None):
         if v["problem"] != problem:
             problem = v["problem"]
             block.append(f"{problem}:")
-        block += textwrap.wrap(f"{v['what']}: {v['finding']}", width=TEXT_WIDTH,
-                               initial_indent="  ", subsequent_indent="      ")
+        block += textwrap.wrap(
+            f"{v['what']}: {v['finding']}",
+            width=TEXT_WIDTH,
+            initial_indent="  ",
+            subsequent_indent="      ",
+        )
         blocks.append(block)
     body = []
     for i, block in enumerate(blocks):

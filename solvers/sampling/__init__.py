@@ -70,8 +70,10 @@ def select_rows_cols(src, n_rows, n_cols, *, sampling, rng, rank):
     """
     sampling = check_choice("sampling", sampling, SAMPLERS + ("rpcholesky",))
     if sampling == "rpcholesky":
-        raise ValueError('sampling="rpcholesky" chooses no rows and columns of G: it factors '
-                         "the joint PSD kernel; call rpcholesky_svd(src, rank, n_pivots, ...)")
+        raise ValueError(
+            'sampling="rpcholesky" chooses no rows and columns of G: it factors '
+            "the joint PSD kernel; call rpcholesky_svd(src, rank, n_pivots, ...)"
+        )
     N, M = (int(v) for v in src.shape)
     n_rows = _check_count("n_rows", n_rows, N, "rows")
     n_cols = _check_count("n_cols", n_cols, M, "columns")

@@ -71,8 +71,7 @@ def sample_indices(n_total, n, weights, rng):
     idx = np.unique(order[pos])
     if idx.size < n:  # two points in one interval: only by rounding of a pi_i = 1 end
         rest = np.setdiff1d(positive, idx)
-        more = rng.choice(rest, size=n - idx.size, replace=False,
-                          p=pi[rest] / pi[rest].sum())
+        more = rng.choice(rest, size=n - idx.size, replace=False, p=pi[rest] / pi[rest].sum())
         idx = np.concatenate([idx, more])
     return np.sort(idx).astype(np.int64)
 

@@ -188,6 +188,11 @@ def select_aca(src, n_rows, n_cols, *, rng, rank=None):
     kept = rows.size + cols.size
     extra = reader.entries - kept
     return Selection(
-        row_indices=rows_idx, col_indices=cols_idx, entries_read=int(extra),
-        n_passes=extra / (N * M), info={"aca_steps": int(n_steps)}, rows=rows, cols=cols,
+        row_indices=rows_idx,
+        col_indices=cols_idx,
+        entries_read=int(extra),
+        n_passes=extra / (N * M),
+        info={"aca_steps": int(n_steps)},
+        rows=rows,
+        cols=cols,
     )

@@ -128,7 +128,9 @@ def select_arp(src, n_rows, n_cols, *, rng, rank=None):
     rows = arp_pivots(Qr, n_rows, rng)
     cols = arp_pivots(Qc, n_cols, rng)
     return Selection(
-        row_indices=rows, col_indices=cols, entries_read=passes * N * M,
+        row_indices=rows,
+        col_indices=cols,
+        entries_read=passes * N * M,
         n_passes=float(passes),
         info={"sketch_rank_rows": int(Qr.shape[1]), "sketch_rank_cols": int(Qc.shape[1])},
     )

@@ -103,8 +103,8 @@ def _rejection_cholesky(H, u, rng, floor):
         h = H[j, j]
         if h > floor and draws[j] * u[j] < h:
             accepted.append(j)
-            col = H[j + 1:, j] / math.sqrt(h)
-            H[j + 1:, j + 1:] -= np.outer(col, col)
+            col = H[j + 1 :, j] / math.sqrt(h)
+            H[j + 1 :, j + 1 :] -= np.outer(col, col)
     return np.asarray(accepted, dtype=np.intp)
 
 
@@ -180,8 +180,8 @@ def rpcholesky(jp, n_pivots, *, rng, weights=None, weights_from=None, diag=None)
             L = np.linalg.cholesky(Hs + floor * np.eye(S.size))
         Fn = linalg.solve_triangular(L, C, lower=True, check_finite=False)
         s = S.size
-        F[t:t + s] = Fn
-        pivots[t:t + s] = S
+        F[t : t + s] = Fn
+        pivots[t : t + s] = S
         t += s
         d -= np.einsum("ij,ij->j", Fn, Fn)
         np.maximum(d, 0, out=d)
@@ -377,8 +377,7 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
     jp = _joint_kernel(src)
     n_x, n_z = int(jp.n_x), int(jp.n_z)
     n = n_x + n_z
-    for name, value, low, high in (("rank", rank, 1, min(n_x, n_z)),
-                                   ("n_pivots", n_pivots, 1, n)):
+    for name, value, low, high in (("rank", rank, 1, min(n_x, n_z)), ("n_pivots", n_pivots, 1, n)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{name} must be an int, got {type(value).__name__}")
         if not low <= value <= high:
@@ -407,8 +406,14 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
             return w
 
     # the scaled pivots need a normaliser estimate, i.e. at least one plain pivot first
-    F, piv, resid, entries = rpcholesky(jp, int(n_pivots), rng=rng, weights=weights,
-                                        weights_from=max(1, int(n_pivots) // 2), diag=d0)
+    F, piv, resid, entries = rpcholesky(
+        jp,
+        int(n_pivots),
+        rng=rng,
+        weights=weights,
+        weights_from=max(1, int(n_pivots) // 2),
+        diag=d0,
+    )
     k = F.shape[0]
     A = F[:, :n_x].T.copy()
     B = F[:, n_x:].T.copy()
@@ -437,4 +442,3 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
     }
     dtype = np.dtype(dtype)
     return U.astype(dtype), s.astype(dtype), V.astype(dtype), info
-

@@ -16,8 +16,14 @@ from __future__ import annotations
 
 from ._cuda_import import CudaUnavailableError  # numpy only: imports no CUDA target
 
-__all__ = ["DEVICES", "check_device", "backend_class", "cuda_simulated",
-           "cuda_kernel_resources", "CudaUnavailableError"]
+__all__ = [
+    "DEVICES",
+    "check_device",
+    "backend_class",
+    "cuda_simulated",
+    "cuda_kernel_resources",
+    "CudaUnavailableError",
+]
 
 DEVICES = ("cpu", "cuda")
 
@@ -40,8 +46,10 @@ def backend_class(device):
     except ModuleNotFoundError as exc:
         if exc.name != f"{__name__}.cuda":
             raise
-        raise ImportError("device='cuda' needs the module ksvd_bench.kernels.backends.cuda, "
-                          "which this installation lacks") from None
+        raise ImportError(
+            "device='cuda' needs the module ksvd_bench.kernels.backends.cuda, "
+            "which this installation lacks"
+        ) from None
     return CudaBackend
 
 

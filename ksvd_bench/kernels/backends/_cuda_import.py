@@ -25,8 +25,15 @@ import importlib.util
 
 import numpy as np
 
-__all__ = ["PIN", "NUMPY_BOUND", "PACKAGES", "CudaUnavailableError", "import_cuda",
-           "load_cuda", "simulated"]
+__all__ = [
+    "PIN",
+    "NUMPY_BOUND",
+    "PACKAGES",
+    "CudaUnavailableError",
+    "import_cuda",
+    "load_cuda",
+    "simulated",
+]
 
 #: the requirement of the ``cuda`` extra (pyproject.toml)
 PIN = "numba-cuda==0.30.4"
@@ -67,9 +74,11 @@ def _failure(dist, exc):
     cause = " ".join(f"{type(exc).__name__}: {exc}".split())
     line = f"{dist} {_version(dist)} is installed but its import failed ({cause})"
     if dist == "numba-cuda" and isinstance(exc, AttributeError) and "row_stack" in str(exc):
-        line += (f"; numba-cuda 0.30.4 does not support numpy >= 2.5 (numpy {np.__version__} "
-                 f"is installed): pip install '{NUMPY_BOUND}', as the cuda extra asks, or "
-                 f"install numba-cuda-mlir")
+        line += (
+            f"; numba-cuda 0.30.4 does not support numpy >= 2.5 (numpy {np.__version__} "
+            f"is installed): pip install '{NUMPY_BOUND}', as the cuda extra asks, or "
+            f"install numba-cuda-mlir"
+        )
     return line
 
 
@@ -105,10 +114,15 @@ def _import():
         except Exception as exc:  # noqa: BLE001 -- any failure inside the package: say so
             tried.append(_failure(dist, exc))
     if not tried:
-        which = ("the simulator (NUMBA_ENABLE_CUDASIM=1) needs numba-cuda" if sim else
-                 "neither numba-cuda nor numba-cuda-mlir is installed")
-        raise ImportError(f"device='cuda' needs Numba's CUDA target, which is not installed "
-                          f"({which}): pip install 'ksvd-bench[cuda]' (it pins {PIN})")
+        which = (
+            "the simulator (NUMBA_ENABLE_CUDASIM=1) needs numba-cuda"
+            if sim
+            else "neither numba-cuda nor numba-cuda-mlir is installed"
+        )
+        raise ImportError(
+            f"device='cuda' needs Numba's CUDA target, which is not installed "
+            f"({which}): pip install 'ksvd-bench[cuda]' (it pins {PIN})"
+        )
     raise CudaUnavailableError("device='cuda' is unavailable: " + "; ".join(tried))
 
 

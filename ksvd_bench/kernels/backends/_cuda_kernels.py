@@ -63,8 +63,22 @@ import numpy as np
 from ._cuda_import import import_cuda, simulated
 from .base import LINEAR, POLY, SNE, T
 
-__all__ = ["Layout", "GPU_LAYOUT", "SIM_LAYOUT", "LAYOUT", "TY", "TX", "NT", "CONFIGS",
-           "SUM_THREADS", "CY_KERNELS", "kernels", "kernel_signatures", "variants", "cuda"]
+__all__ = [
+    "Layout",
+    "GPU_LAYOUT",
+    "SIM_LAYOUT",
+    "LAYOUT",
+    "TY",
+    "TX",
+    "NT",
+    "CONFIGS",
+    "SUM_THREADS",
+    "CY_KERNELS",
+    "kernels",
+    "kernel_signatures",
+    "variants",
+    "cuda",
+]
 
 cuda = import_cuda()  # ImportError / CudaUnavailableError, each saying what is missing
 
@@ -80,37 +94,52 @@ cuda = import_cuda()  # ImportError / CudaUnavailableError, each saying what is 
 #: "setrow", "setcol": the set-up statistics and blocks. ``row_group``: terms of a product
 #: that a thread sums in the compute type before it adds them to the float64 result (whole
 #: tiles: at least one).
-Layout = collections.namedtuple("Layout", ["name", "ty", "tx", "sum_threads", "configs",
-                                           "row_group"])
+Layout = collections.namedtuple(
+    "Layout", ["name", "ty", "tx", "sum_threads", "configs", "row_group"]
+)
 
 _F4, _F8 = np.dtype(np.float32), np.dtype(np.float64)
 #: The GPU's layout. Static shared memory stays below 48 KiB in every kernel (float32 row
 #: pass at cy = 6: 8.5 + 8.5 + 9 + 12 KiB and the rows' constants; column pass, 47.3 KiB).
 #: The float32 passes hold 4 x 8 cross products per thread and ask for 4 blocks of 128
 #: threads per SM (measured on an H200, see the module docstring).
-GPU_LAYOUT = Layout("gpu", 16, 8, 256, {
-    (_F4, "row"): (64, 64, 32, 6, 2, 4),
-    (_F4, "col"): (64, 64, 8, 6, 1, 4),
-    (_F8, "row"): (64, 32, 16, 4, 1, 0),
-    (_F8, "col"): (32, 32, 16, 4, 1, 0),
-    (_F4, "setrow"): (64, 32, 64, 1, 1, 0),
-    (_F4, "setcol"): (32, 64, 32, 1, 1, 0),
-    (_F8, "setrow"): (64, 32, 16, 1, 1, 0),
-    (_F8, "setcol"): (32, 32, 16, 1, 1, 0),
-}, 128)
+GPU_LAYOUT = Layout(
+    "gpu",
+    16,
+    8,
+    256,
+    {
+        (_F4, "row"): (64, 64, 32, 6, 2, 4),
+        (_F4, "col"): (64, 64, 8, 6, 1, 4),
+        (_F8, "row"): (64, 32, 16, 4, 1, 0),
+        (_F8, "col"): (32, 32, 16, 4, 1, 0),
+        (_F4, "setrow"): (64, 32, 64, 1, 1, 0),
+        (_F4, "setcol"): (32, 64, 32, 1, 1, 0),
+        (_F8, "setrow"): (64, 32, 16, 1, 1, 0),
+        (_F8, "setcol"): (32, 32, 16, 1, 1, 0),
+    },
+    128,
+)
 #: The simulator's layout (see the module docstring): the same constraints, small tiles.
 #: float32 takes up to 3 operand columns a thread: an operand chunk 12 wide, not a power of
 #: two, as on the GPU (48), so :func:`load_operand`'s idle threads run here too.
-SIM_LAYOUT = Layout("simulator", 4, 4, 32, {
-    (_F4, "row"): (8, 8, 8, 3, 2, 0),
-    (_F4, "col"): (4, 8, 4, 2, 1, 0),
-    (_F8, "row"): (8, 8, 4, 2, 2, 0),
-    (_F8, "col"): (4, 8, 4, 2, 1, 0),
-    (_F4, "setrow"): (8, 8, 4, 1, 1, 0),
-    (_F4, "setcol"): (4, 8, 4, 1, 1, 0),
-    (_F8, "setrow"): (8, 8, 4, 1, 1, 0),
-    (_F8, "setcol"): (4, 8, 4, 1, 1, 0),
-}, 16)
+SIM_LAYOUT = Layout(
+    "simulator",
+    4,
+    4,
+    32,
+    {
+        (_F4, "row"): (8, 8, 8, 3, 2, 0),
+        (_F4, "col"): (4, 8, 4, 2, 1, 0),
+        (_F8, "row"): (8, 8, 4, 2, 2, 0),
+        (_F8, "col"): (4, 8, 4, 2, 1, 0),
+        (_F4, "setrow"): (8, 8, 4, 1, 1, 0),
+        (_F4, "setcol"): (4, 8, 4, 1, 1, 0),
+        (_F8, "setrow"): (8, 8, 4, 1, 1, 0),
+        (_F8, "setcol"): (4, 8, 4, 1, 1, 0),
+    },
+    16,
+)
 #: the layout of this process: the simulator's under ``NUMBA_ENABLE_CUDASIM=1``
 LAYOUT = SIM_LAYOUT if simulated() else GPU_LAYOUT
 TY, TX = LAYOUT.ty, LAYOUT.tx
@@ -136,17 +165,25 @@ def _check_layout(layout):
             if tr % ty or tc % tx or cr % ty or cc % tx or cc % ty:
                 raise ValueError(f"layout {layout.name}: tiles must split evenly over threads")
             if tc % (ns * tx) or cns != 1:
-                raise ValueError(f"layout {layout.name}: row-pass slabs must split the "
-                                 f"tile's columns evenly over threads; no column-pass slabs")
-            for dc, rows in ((layout.configs[(dtype, fam + "row")][2], (tr, tc)),
-                             (layout.configs[(dtype, fam + "col")][2], (cr, cc))):
+                raise ValueError(
+                    f"layout {layout.name}: row-pass slabs must split the "
+                    f"tile's columns evenly over threads; no column-pass slabs"
+                )
+            for dc, rows in (
+                (layout.configs[(dtype, fam + "row")][2], (tr, tc)),
+                (layout.configs[(dtype, fam + "col")][2], (cr, cc)),
+            ):
                 if dc & (dc - 1) or nt % dc or any(r % (nt // dc) for r in rows):
-                    raise ValueError(f"layout {layout.name}: DC must be a power of two "
-                                     f"dividing the threads, and NT / DC divide the tiles")
+                    raise ValueError(
+                        f"layout {layout.name}: DC must be a power of two "
+                        f"dividing the threads, and NT / DC divide the tiles"
+                    )
         kc = tx * layout.configs[(dtype, "row")][3]
         if 1 << (kc - 1).bit_length() > nt:  # load_operand: a thread per column, rounded up
-            raise ValueError(f"layout {layout.name}: tx * CY_MAX, rounded up to a power of "
-                             f"two, exceeds the block's threads")
+            raise ValueError(
+                f"layout {layout.name}: tx * CY_MAX, rounded up to a power of "
+                f"two, exceeds the block's threads"
+            )
         tr = layout.configs[(dtype, "setrow")][0]
         cr, cc = layout.configs[(dtype, "setcol")][:2]
         if tr > nt:  # row_stats: thread r < TR owns row r
@@ -160,15 +197,39 @@ def _check_layout(layout):
 #: the compile-time constants of one build (shapes of shared and local arrays must be
 #: constants): storage type ``FT``, thread grid, both tile configurations of one family
 #: (the passes' or the set-up's), operand width
-Shape = collections.namedtuple("Shape", [
-    "FT", "F8", "TY", "TX", "NT", "TXB", "cy", "KC",
-    "TR", "TC", "DC", "RR", "RC",  # "row" tiles and a thread's rows and columns of one
-    "NS", "SW", "SC",  # row pass: slabs of a tile, columns of G and of a thread per slab
-    "CR", "CC", "CD", "CRR", "CRC", "WR",  # "col" tiles; WR: G.T @ Psi rows per thread
-    "RG", "CG",  # row (col) pass: tiles summed in the compute type before a float64 add
-    "LB", "CLB",  # launch bounds of the row (col) pass, or None
-    "PAD", "KPAD",  # columns of padding of the staged points and of the passes' kernel values
-])
+Shape = collections.namedtuple(
+    "Shape",
+    [
+        "FT",
+        "F8",
+        "TY",
+        "TX",
+        "NT",
+        "TXB",
+        "cy",
+        "KC",
+        "TR",
+        "TC",
+        "DC",
+        "RR",
+        "RC",  # "row" tiles and a thread's rows and columns of one
+        "NS",
+        "SW",
+        "SC",  # row pass: slabs of a tile, columns of G and of a thread per slab
+        "CR",
+        "CC",
+        "CD",
+        "CRR",
+        "CRC",
+        "WR",  # "col" tiles; WR: G.T @ Psi rows per thread
+        "RG",
+        "CG",  # row (col) pass: tiles summed in the compute type before a float64 add
+        "LB",
+        "CLB",  # launch bounds of the row (col) pass, or None
+        "PAD",
+        "KPAD",  # columns of padding of the staged points and of the passes' kernel values
+    ],
+)
 
 
 def _shape(dtype, cy, layout, family=""):
@@ -185,13 +246,36 @@ def _shape(dtype, cy, layout, family=""):
     CR, CC, CD, _, _, CMB = layout.configs[(dtype, family + "col")]
     nt = ty * tx
     ft = cuda.types.float32 if dtype == np.float32 else cuda.types.float64
-    return Shape(FT=ft, F8=cuda.types.float64, TY=ty, TX=tx, NT=ty * tx,
-                 TXB=tx.bit_length() - 1, cy=cy, KC=tx * cy, TR=TR, TC=TC, DC=DC,
-                 RR=TR // ty, RC=TC // tx, NS=NS, SW=TC // NS, SC=TC // NS // tx, CR=CR,
-                 CC=CC, CD=CD, CRR=CR // ty, CRC=CC // tx, WR=CC // ty,
-                 RG=max(1, layout.row_group // TC), CG=max(1, layout.row_group // CR),
-                 LB=(nt, MB) if MB else None, CLB=(nt, CMB) if CMB else None,
-                 PAD=2 if dtype == np.float32 else 1, KPAD=4 if dtype == np.float32 else 1)
+    return Shape(
+        FT=ft,
+        F8=cuda.types.float64,
+        TY=ty,
+        TX=tx,
+        NT=ty * tx,
+        TXB=tx.bit_length() - 1,
+        cy=cy,
+        KC=tx * cy,
+        TR=TR,
+        TC=TC,
+        DC=DC,
+        RR=TR // ty,
+        RC=TC // tx,
+        NS=NS,
+        SW=TC // NS,
+        SC=TC // NS // tx,
+        CR=CR,
+        CC=CC,
+        CD=CD,
+        CRR=CR // ty,
+        CRC=CC // tx,
+        WR=CC // ty,
+        RG=max(1, layout.row_group // TC),
+        CG=max(1, layout.row_group // CR),
+        LB=(nt, MB) if MB else None,
+        CLB=(nt, CMB) if CMB else None,
+        PAD=2 if dtype == np.float32 else 1,
+        KPAD=4 if dtype == np.float32 else 1,
+    )
 
 
 # ----------------------------------------------------------------------- device functions
@@ -306,8 +390,9 @@ def _device_functions(s):
             mac_step(sA, sB, t, b0, part, ra, ob, ty, tx, rr, transposed)
 
     @dev
-    def cross(X, Z, xidx, zidx, i0, n, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid, load_x,
-              load_z, rr, rc):
+    def cross(
+        X, Z, xidx, zidx, i0, n, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid, load_x, load_z, rr, rc
+    ):
         """``acc[r * rc + c] = x_i . z_j`` for ``i = i0 + ty + TY r``, ``j = j0 + tx + TX c``.
 
         Sums over the features in order (0, 1, ..., d - 1) whatever the chunking, so every
@@ -357,8 +442,9 @@ def _device_functions(s):
                 xi[r] = xx[ii]
 
     @dev
-    def values_inplace(acc, xi, zz, zidx, j0, m, kind, g, coef0, degree, sh, sc, zj, ty, tx,
-                       rr, rc):
+    def values_inplace(
+        acc, xi, zz, zidx, j0, m, kind, g, coef0, degree, sh, sc, zj, ty, tx, rr, rc
+    ):
         """``acc[r * rc + c]`` (a cross product) becomes the kernel value of its entry.
 
         As the CPU backend: exp kernels ``exp(min((sh - d) g, 0)) * sc``, t ``sc / (1 +
@@ -387,8 +473,30 @@ def _device_functions(s):
                     acc[r * rc + c] = FT(math.exp(x)) * FT(sc[row])
 
     @dev
-    def values_tile(acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, zj, sK,
-                    ty, tx, rr, rc, c_lo=0, nc=-1):
+    def values_tile(
+        acc,
+        xi,
+        zz,
+        zidx,
+        j0,
+        m,
+        i0,
+        n,
+        kind,
+        g,
+        coef0,
+        degree,
+        sh,
+        sc,
+        zj,
+        sK,
+        ty,
+        tx,
+        rr,
+        rc,
+        c_lo=0,
+        nc=-1,
+    ):
         """Write the tile's kernel values to ``sK`` (zero outside the matrix): the thread's
         columns ``c_lo <= c < c_lo + nc`` (all ``rc`` when ``nc < 0``) of its cross
         products, column ``tx + TX c`` of the tile to column ``tx + TX (c - c_lo)`` of ``sK``.
@@ -396,8 +504,9 @@ def _device_functions(s):
         Turns ``acc`` into the values first (:func:`values_inplace`) when ``c_lo == 0``.
         """
         if c_lo == 0:
-            values_inplace(acc, xi, zz, zidx, j0, m, kind, g, coef0, degree, sh, sc, zj, ty,
-                           tx, rr, rc)
+            values_inplace(
+                acc, xi, zz, zidx, j0, m, kind, g, coef0, degree, sh, sc, zj, ty, tx, rr, rc
+            )
         c_hi = rc if nc < 0 else c_lo + nc
         for c in range(rc):  # all of them, so that acc's indices are constants (registers)
             if c_lo <= c < c_hi:
@@ -416,18 +525,70 @@ def _device_functions(s):
                     sK[ty + TY * r, col] = FT((F8(v) + coef0) ** degree)
 
     @dev
-    def tile_values(X, Z, zz, xidx, zidx, i0, n, j0, m, d, kind, g, coef0, degree, sh, sc,
-                    xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, load_x, load_z, rr, rc):
+    def tile_values(
+        X,
+        Z,
+        zz,
+        xidx,
+        zidx,
+        i0,
+        n,
+        j0,
+        m,
+        d,
+        kind,
+        g,
+        coef0,
+        degree,
+        sh,
+        sc,
+        xi,
+        sX,
+        sZ,
+        sK,
+        acc,
+        ra,
+        rb,
+        ty,
+        tx,
+        tid,
+        load_x,
+        load_z,
+        rr,
+        rc,
+    ):
         """The tile step of every pass: ``sK = G[i0:, j0:]`` from the staged points.
 
         :func:`cross` then :func:`values_tile`; the rows' constants ``sh``, ``sc``, ``xi``
         come from :func:`row_consts`. The caller syncs before reading ``sK``.
         """
         zj = rb  # the columns' squared norms: rb's cross-product role has ended
-        cross(X, Z, xidx, zidx, i0, n, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid, load_x,
-              load_z, rr, rc)
-        values_tile(acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, zj, sK,
-                    ty, tx, rr, rc)
+        cross(
+            X,
+            Z,
+            xidx,
+            zidx,
+            i0,
+            n,
+            j0,
+            m,
+            d,
+            sX,
+            sZ,
+            acc,
+            ra,
+            rb,
+            ty,
+            tx,
+            tid,
+            load_x,
+            load_z,
+            rr,
+            rc,
+        )
+        values_tile(
+            acc, xi, zz, zidx, j0, m, i0, n, kind, g, coef0, degree, sh, sc, zj, sK, ty, tx, rr, rc
+        )
 
     KP = 1 << (KC - 1).bit_length()  # the operand's width rounded up to a power of two
     KPB, KS = KP.bit_length() - 1, NT // KP  # KS: rows a block stages at once (KP <= NT)
@@ -481,9 +642,16 @@ def _device_functions(s):
                     out[i - off, col] = out[i - off, col] + v if add else v
 
     return types.SimpleNamespace(
-        thread=thread, cross=cross, distance=distance, row_consts=row_consts,
-        values_tile=values_tile, tile_values=tile_values, load_operand=load_operand, mac=mac,
-        store=store)
+        thread=thread,
+        cross=cross,
+        distance=distance,
+        row_consts=row_consts,
+        values_tile=values_tile,
+        tile_values=tile_values,
+        load_operand=load_operand,
+        mac=mac,
+        store=store,
+    )
 
 
 # ----------------------------------------------------------------------- kernels
@@ -534,14 +702,56 @@ def _row_pass(s, f):
         for t in range(n_tiles):
             j0 = t * TC
             load_operand(sO, Om, j0, m, kc0, k)
-            cross(X, Z, noidx, noidx, i0, b, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid,
-                  t == 0, True, RR, RC)
+            cross(
+                X,
+                Z,
+                noidx,
+                noidx,
+                i0,
+                b,
+                j0,
+                m,
+                d,
+                sX,
+                sZ,
+                acc,
+                ra,
+                rb,
+                ty,
+                tx,
+                tid,
+                t == 0,
+                True,
+                RR,
+                RC,
+            )
             for h in range(NS):
-                values_tile(acc, xi, zz, noidx, j0, m, i0, b, kind, g, coef0, degree, sh,
-                            sc, rb, sK, ty, tx, RR, RC, h * SC, SC)
+                values_tile(
+                    acc,
+                    xi,
+                    zz,
+                    noidx,
+                    j0,
+                    m,
+                    i0,
+                    b,
+                    kind,
+                    g,
+                    coef0,
+                    degree,
+                    sh,
+                    sc,
+                    rb,
+                    sK,
+                    ty,
+                    tx,
+                    RR,
+                    RC,
+                    h * SC,
+                    SC,
+                )
                 cuda.syncthreads()
-                mac(sK, sO, SW, part, ra, ob, ty, tx, RR, False, t % RG == 0 and h == 0,
-                    h * SW)
+                mac(sK, sO, SW, part, ra, ob, ty, tx, RR, False, t % RG == 0 and h == 0, h * SW)
                 cuda.syncthreads()
             if t % RG == RG - 1 or t == n_tiles - 1:
                 store(Y, part, i0, b, a, kc0, k, ty, tx, RR, t >= RG)
@@ -550,16 +760,35 @@ def _row_pass(s, f):
 
 
 def _col_pass(s, f):
-    FT, F8, CR, CC, KC, CRR, CRC, WR, cy = (s.FT, s.F8, s.CR, s.CC, s.KC, s.CRR, s.CRC,
-                                            s.WR, s.cy)
+    FT, F8, CR, CC, KC, CRR, CRC, WR, cy = (s.FT, s.F8, s.CR, s.CC, s.KC, s.CRR, s.CRC, s.WR, s.cy)
     CD1, CC1 = s.CD + s.PAD, CC + s.KPAD  # padding: see _shape
     NCC, NCY, NWY, RG = CRR * CRC, CRR * cy, WR * cy, s.CG
     thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
     load_operand, mac, store = f.load_operand, f.mac, f.store
 
     @_jit(s.CLB)
-    def col_pass(X, Z, xx, zz, noidx, r0, r1, d, kind, g, coef0, degree, shift, scale, Psi,
-                 W, Om, Ypart, want_y, first):
+    def col_pass(
+        X,
+        Z,
+        xx,
+        zz,
+        noidx,
+        r0,
+        r1,
+        d,
+        kind,
+        g,
+        coef0,
+        degree,
+        shift,
+        scale,
+        Psi,
+        W,
+        Om,
+        Ypart,
+        want_y,
+        first,
+    ):
         """``W += G[r0:r1].T @ Psi`` (``W =`` when ``first``) and, with ``want_y``, the
         partials of ``G[r0:r1] @ Om``.
 
@@ -600,9 +829,38 @@ def _col_pass(s, f):
             i0 = r0 + t * CR
             load_operand(sP, Psi, i0 - r0, r1 - r0, kc0, l)
             row_consts(shift, scale, xx, noidx, i0, r1, tid, sh, sc, xi)
-            tile_values(X, Z, zz, noidx, noidx, i0, r1, j0, m, d, kind, g, coef0, degree, sh,
-                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, t == 0, CRR,
-                        CRC)
+            tile_values(
+                X,
+                Z,
+                zz,
+                noidx,
+                noidx,
+                i0,
+                r1,
+                j0,
+                m,
+                d,
+                kind,
+                g,
+                coef0,
+                degree,
+                sh,
+                sc,
+                xi,
+                sX,
+                sZ,
+                sK,
+                acc,
+                ra,
+                rb,
+                ty,
+                tx,
+                tid,
+                True,
+                t == 0,
+                CRR,
+                CRC,
+            )
             cuda.syncthreads()
             if has_w:
                 mac(sK, sP, CR, part, wa, ob, ty, tx, WR, True, t % RG == 0)
@@ -668,8 +926,29 @@ def _row_stats(s, f):
             i = i0 + ty + TY * r
             xi[r] = xx[i] if i < b else FT(0.0)
         for j0 in range(0, m, TC):
-            cross(X, Z, noidx, noidx, i0, b, j0, m, d, sX, sZ, acc, ra, rb, ty, tx, tid,
-                  j0 == 0, True, RR, RC)
+            cross(
+                X,
+                Z,
+                noidx,
+                noidx,
+                i0,
+                b,
+                j0,
+                m,
+                d,
+                sX,
+                sZ,
+                acc,
+                ra,
+                rb,
+                ty,
+                tx,
+                tid,
+                j0 == 0,
+                True,
+                RR,
+                RC,
+            )
             for c in range(RC):
                 j = j0 + tx + TX * c
                 for r in range(RR):
@@ -728,8 +1007,9 @@ def _center_stats(s, f):
     thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
 
     @cuda.jit
-    def center_stats(X, Z, xx, zz, noidx, r0, r1, d, kind, g, coef0, degree, shift, scale,
-                     rowpart, colsum, colsq):
+    def center_stats(
+        X, Z, xx, zz, noidx, r0, r1, d, kind, g, coef0, degree, shift, scale, rowpart, colsum, colsq
+    ):
         """Centring sums of rows ``[r0, r1)``: ``rowpart[t, i - r0]`` (row sums over column
         tile t), and ``colsum``, ``colsq`` (column sums and sums of squares) added to.
 
@@ -754,9 +1034,38 @@ def _center_stats(s, f):
         s2 = 0.0
         for i0 in range(r0, r1, CR):
             row_consts(shift, scale, xx, noidx, i0, r1, tid, sh, sc, xi)
-            tile_values(X, Z, zz, noidx, noidx, i0, r1, j0, m, d, kind, g, coef0, degree, sh,
-                        sc, xi, sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, i0 == r0, CRR,
-                        CRC)
+            tile_values(
+                X,
+                Z,
+                zz,
+                noidx,
+                noidx,
+                i0,
+                r1,
+                j0,
+                m,
+                d,
+                kind,
+                g,
+                coef0,
+                degree,
+                sh,
+                sc,
+                xi,
+                sX,
+                sZ,
+                sK,
+                acc,
+                ra,
+                rb,
+                ty,
+                tx,
+                tid,
+                True,
+                i0 == r0,
+                CRR,
+                CRC,
+            )
             cuda.syncthreads()
             if tid < CC:
                 for t in range(CR):
@@ -785,8 +1094,28 @@ def _fill(s, f):
     thread, row_consts, tile_values = f.thread, f.row_consts, f.tile_values
 
     @cuda.jit
-    def fill(X, Z, xx, zz, ridx, cidx, n, m, d, kind, g, coef0, degree, shift, scale, rmean,
-             cmean, gmean, center, out):
+    def fill(
+        X,
+        Z,
+        xx,
+        zz,
+        ridx,
+        cidx,
+        n,
+        m,
+        d,
+        kind,
+        g,
+        coef0,
+        degree,
+        shift,
+        scale,
+        rmean,
+        cmean,
+        gmean,
+        center,
+        out,
+    ):
         """``out[r, c] = G[row(r), col(c)]`` (centred when ``center``); one block per tile.
 
         ``row(r) = ridx[r]`` (or ``r`` when ``ridx`` is empty), likewise for columns.
@@ -805,8 +1134,38 @@ def _fill(s, f):
         i0 = (cuda.blockIdx.x // n_ct) * TR
         j0 = (cuda.blockIdx.x % n_ct) * TC
         row_consts(shift, scale, xx, ridx, i0, n, tid, sh, sc, xi)
-        tile_values(X, Z, zz, ridx, cidx, i0, n, j0, m, d, kind, g, coef0, degree, sh, sc, xi,
-                    sX, sZ, sK, acc, ra, rb, ty, tx, tid, True, True, RR, RC)
+        tile_values(
+            X,
+            Z,
+            zz,
+            ridx,
+            cidx,
+            i0,
+            n,
+            j0,
+            m,
+            d,
+            kind,
+            g,
+            coef0,
+            degree,
+            sh,
+            sc,
+            xi,
+            sX,
+            sZ,
+            sK,
+            acc,
+            ra,
+            rb,
+            ty,
+            tx,
+            tid,
+            True,
+            True,
+            RR,
+            RC,
+        )
         for r in range(RR):
             i = i0 + ty + TY * r
             if i < n:
@@ -826,8 +1185,14 @@ def _fill(s, f):
 
 #: ``{name: builder}``: each builder makes its kernel from the constants and the device
 #: functions of one build
-_BUILDERS = {"row_pass": _row_pass, "col_pass": _col_pass, "sum_parts": _sum_parts,
-             "row_stats": _row_stats, "center_stats": _center_stats, "fill": _fill}
+_BUILDERS = {
+    "row_pass": _row_pass,
+    "col_pass": _col_pass,
+    "sum_parts": _sum_parts,
+    "row_stats": _row_stats,
+    "center_stats": _center_stats,
+    "fill": _fill,
+}
 _KERNELS = {}
 #: the kernels built from the passes' tiles and from the set-up's ("set" configurations)
 _PASSES = ("row_pass", "col_pass", "sum_parts")
@@ -875,8 +1240,7 @@ def kernel_signatures(dtype):
         "sum_parts_f8": (D3, i8, D2, i8),
         "row_stats": (*pts, i8, i8, i8, i8, f8, D1, D1, D1),
         "center_stats": (*pts, *prm, D1, D1, D3, D1, D1),
-        "fill": (A2, A2, A1, A1, I1, I1, i8, i8, i8, i8, f8, f8, f8, D1, D1, D1, D1, f8, b1,
-                 A2),
+        "fill": (A2, A2, A1, A1, I1, I1, i8, i8, i8, i8, f8, f8, f8, D1, D1, D1, D1, f8, b1, A2),
     }
 
 
@@ -896,6 +1260,14 @@ def variants(layout=GPU_LAYOUT):
                 base = name.removesuffix("_f8")
                 if cy == 1 or base in CY_KERNELS:
                     kernel = built[base]
-                    out.append((name, dtype, cy, kernel.py_func, sig,
-                                kernel.targetoptions.get("launch_bounds")))
+                    out.append(
+                        (
+                            name,
+                            dtype,
+                            cy,
+                            kernel.py_func,
+                            sig,
+                            kernel.targetoptions.get("launch_bounds"),
+                        )
+                    )
     return out

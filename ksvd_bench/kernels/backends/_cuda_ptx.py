@@ -22,9 +22,13 @@ from ._cuda_import import CudaUnavailableError, import_cuda, simulated
 
 __all__ = ["kernel_ptx", "kernel_resources", "assembler"]
 
-_FIELDS = {"registers": r"Used (\d+) registers", "spill_stores": r"(\d+) bytes spill stores",
-           "spill_loads": r"(\d+) bytes spill loads", "stack_bytes": r"(\d+) bytes stack frame",
-           "shared_bytes": r"(\d+) bytes smem"}
+_FIELDS = {
+    "registers": r"Used (\d+) registers",
+    "spill_stores": r"(\d+) bytes spill stores",
+    "spill_loads": r"(\d+) bytes spill loads",
+    "stack_bytes": r"(\d+) bytes stack frame",
+    "shared_bytes": r"(\d+) bytes smem",
+}
 
 
 def _cc(arch):
@@ -51,8 +55,10 @@ def kernel_ptx(arch="sm_90", *, kernel=None, dtype=None, cy=None):
         If no variant matches ``kernel``, ``dtype`` and ``cy``.
     """
     if simulated():
-        raise CudaUnavailableError("compiling the CUDA kernels to PTX needs the real CUDA "
-                                   "target: unset NUMBA_ENABLE_CUDASIM")
+        raise CudaUnavailableError(
+            "compiling the CUDA kernels to PTX needs the real CUDA "
+            "target: unset NUMBA_ENABLE_CUDASIM"
+        )
     cuda = import_cuda()
     from ._cuda_kernels import variants
 
@@ -63,14 +69,21 @@ def kernel_ptx(arch="sm_90", *, kernel=None, dtype=None, cy=None):
         except TypeError:
             pass  # matches nothing: the error below names it
     everything = variants()
-    chosen = [v for v in everything if (kernel is None or v[0] == kernel)
-              and (dtype is None or v[1].name == dtype) and (cy is None or v[2] == cy)]
+    chosen = [
+        v
+        for v in everything
+        if (kernel is None or v[0] == kernel)
+        and (dtype is None or v[1].name == dtype)
+        and (cy is None or v[2] == cy)
+    ]
     if not chosen:
         names = sorted({v[0] for v in everything})
         cys = sorted({v[2] for v in everything})
-        raise ValueError(f"no CUDA kernel variant has kernel={kernel!r}, dtype={dtype!r}, "
-                         f"cy={cy!r}: kernels {names}, dtypes float32 and float64, cy "
-                         f"{cys[0]}..{cys[-1]} (row and column passes; the others 1)")
+        raise ValueError(
+            f"no CUDA kernel variant has kernel={kernel!r}, dtype={dtype!r}, "
+            f"cy={cy!r}: kernels {names}, dtypes float32 and float64, cy "
+            f"{cys[0]}..{cys[-1]} (row and column passes; the others 1)"
+        )
     out = []
     for name, dt, c, pyfunc, sig, bounds in chosen:
         try:
@@ -79,20 +92,23 @@ def kernel_ptx(arch="sm_90", *, kernel=None, dtype=None, cy=None):
             cause = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
             raise CudaUnavailableError(
                 f"compiling the CUDA kernels to PTX needs CUDA's NVVM and NVRTC libraries "
-                f"(no GPU): {cause}. Install a CUDA toolkit or 'numba-cuda[cu13]'") from None
-        out.append({"name": name, "dtype": dt.name, "cy": c, "ptx": ptx,
-                    "launch_bounds": bounds})
+                f"(no GPU): {cause}. Install a CUDA toolkit or 'numba-cuda[cu13]'"
+            ) from None
+        out.append({"name": name, "dtype": dt.name, "cy": c, "ptx": ptx, "launch_bounds": bounds})
     return out
 
 
 def assembler():
     """How PTX is assembled here: ``"ptxas"`` (its path), ``"nvjitlink"``, or None."""
-    for path in (shutil.which("ptxas"),
-                 os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")):
+    for path in (
+        shutil.which("ptxas"),
+        os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas"),
+    ):
         if path and os.access(path, os.X_OK):
             return path
     try:
         from cuda.bindings import nvjitlink  # noqa: F401
+
         nvjitlink.version()
     except Exception:  # noqa: BLE001 -- missing module or missing library alike
         return None
@@ -105,8 +121,13 @@ def _ptxas(tool, ptx, arch):
         src, out = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        proc = subprocess.run([tool, f"-arch={arch}", "-v", "-O3", src, "-o", out],
-                              capture_output=True, text=True, check=False, timeout=300)
+        proc = subprocess.run(
+            [tool, f"-arch={arch}", "-v", "-O3", src, "-o", out],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"ptxas failed on a kernel: {proc.stderr.strip()[-2000:]}")
         with open(out, "rb") as f:
@@ -157,11 +178,14 @@ def kernel_resources(arch="sm_90", *, kernel=None, dtype=None, cy=None):
     """
     tool = assembler()
     if tool is None:
-        raise CudaUnavailableError("assembling PTX needs ptxas (a CUDA toolkit) or nvJitLink "
-                                   "('numba-cuda[cu13]'), and neither is installed")
+        raise CudaUnavailableError(
+            "assembling PTX needs ptxas (a CUDA toolkit) or nvJitLink "
+            "('numba-cuda[cu13]'), and neither is installed"
+        )
     rows = kernel_ptx(arch, kernel=kernel, dtype=dtype, cy=cy)
     for row in rows:
-        log, cubin = (_nvjitlink(row["ptx"], arch) if tool == "nvjitlink"
-                      else _ptxas(tool, row["ptx"], arch))
+        log, cubin = (
+            _nvjitlink(row["ptx"], arch) if tool == "nvjitlink" else _ptxas(tool, row["ptx"], arch)
+        )
         row.update(parse_log(log), assembler=os.path.basename(tool), cubin=cubin)
     return rows

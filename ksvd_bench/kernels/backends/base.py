@@ -88,6 +88,7 @@ class Backend:
     def products(self, a, b, shift, scale, Omega, Psi):  # pragma: no cover - interface
         raise NotImplementedError
 
-    def block(self, ridx, cidx, shift, scale, rmean, cmean, gmean,
-              center):  # pragma: no cover - interface
+    def block(
+        self, ridx, cidx, shift, scale, rmean, cmean, gmean, center
+    ):  # pragma: no cover - interface
         raise NotImplementedError

@@ -171,7 +171,7 @@ def neg_distance_tile(P, i0, i1, j0, j1, xa, K, w):
     """
     da = P.za.shape[1]
     if da > 0:
-        Xa = xa[:(i1 - i0) * da].reshape((i1 - i0, da))
+        Xa = xa[: (i1 - i0) * da].reshape((i1 - i0, da))
         _augmented_rows(P.xd, P.xx, i0, Xa)
         np.dot(Xa, P.za[j0:j1].T, K)
         return
@@ -345,7 +345,7 @@ def _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs):
     :func:`distance_values`, in place.
     """
     kbuf, xa, w = bufs
-    K = kbuf[:(i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
+    K = kbuf[: (i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
     if prm.kind == LINEAR or prm.kind == POLY:
         cross_tile(P, i0, i1, j0, j1, K, w)
         if prm.kind == POLY:
@@ -373,11 +373,11 @@ def pass_rows(P, prm, a, b, tr, tc, shift, scale, Om, Y):
         ni = i1 - i0
         bufs = _tile_buffers(P, tr, tc)
         ybuf = np.empty(tr * k, dtype=Om.dtype)
-        Yr = Y[i0 - a:i1 - a]
+        Yr = Y[i0 - a : i1 - a]
         for j0 in range(0, m, tc):
             j1 = min(j0 + tc, m)
             K = _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs)
-            Yt = ybuf[:ni * k].reshape((ni, k))
+            Yt = ybuf[: ni * k].reshape((ni, k))
             np.dot(K, Om[j0:j1], Yt)
             _add_into(Yr, Yt)
 
@@ -402,11 +402,11 @@ def pass_cols(P, prm, r0, r1, tr, tc, shift, scale, Psi, W, Om, Ypart, want_y):
         for i0 in range(r0, r1, tr):
             i1 = min(i0 + tr, r1)
             K = _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs)
-            Wt = wbuf[:nj * kw].reshape((nj, kw))
-            np.dot(K.T, Psi[i0 - r0:i1 - r0], Wt)
+            Wt = wbuf[: nj * kw].reshape((nj, kw))
+            np.dot(K.T, Psi[i0 - r0 : i1 - r0], Wt)
             _add_into(W[j0:j1], Wt)
             if want_y:
-                np.dot(K, Om[j0:j1], Ypart[t][i0 - r0:i1 - r0])
+                np.dot(K, Om[j0:j1], Ypart[t][i0 - r0 : i1 - r0])
 
 
 @_pjit
@@ -423,7 +423,6 @@ def sum_parts(parts, n, out):
             for t in range(n_parts):
                 s += parts[t, i, c]
             out[i, c] = s
-
 
 
 @_pjit
@@ -445,7 +444,7 @@ def row_stats(P, prm, a, b, tr, tc, shift, rsum, rsq):
             rsq[i] = 0.0
         for j0 in range(0, m, tc):
             j1 = min(j0 + tc, m)
-            W = kbuf[:(i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
+            W = kbuf[: (i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
             neg_distance_tile(P, i0, i1, j0, j1, xa, W, w)
             row_stats_tile(W, prm, i0, j0 == 0, shift, rsum, rsq)
 
@@ -466,7 +465,7 @@ def center_sums(P, prm, r0, r1, tr, tc, shift, scale, rowpart, colsum, colsq):
         for i0 in range(r0, r1, tr):
             i1 = min(i0 + tr, r1)
             K = _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs)
-            center_sums_tile(K, j0, rowpart[t, i0 - r0:i1 - r0, 0], colsum, colsq)
+            center_sums_tile(K, j0, rowpart[t, i0 - r0 : i1 - r0, 0], colsum, colsq)
 
 
 @_pjit
@@ -548,8 +547,21 @@ def products(P, prm, tiles, a, b, shift, scale, Om=None, Psi=None, budget=32 << 
             return Y, None
         W = np.zeros((m, Psi.shape[1]))
         if Om is None:
-            pass_cols(P, prm, a, b, tr, tc, shift, scale, Psi, W, np.empty((0, 0), dtype),
-                      np.empty((0, 0, 0), dtype), False)
+            pass_cols(
+                P,
+                prm,
+                a,
+                b,
+                tr,
+                tc,
+                shift,
+                scale,
+                Psi,
+                W,
+                np.empty((0, 0), dtype),
+                np.empty((0, 0, 0), dtype),
+                False,
+            )
             return None, W
         k = Om.shape[1]
         n_tiles = -(-m // tc)
@@ -558,9 +570,10 @@ def products(P, prm, tiles, a, b, shift, scale, Om=None, Psi=None, budget=32 << 
         Y = np.empty((b - a, k))
         for r0 in range(a, b, band):
             r1 = min(r0 + band, b)
-            pass_cols(P, prm, r0, r1, tr, tc, shift, scale, Psi[r0 - a:r1 - a], W, Om, Ypart,
-                      True)
-            sum_parts(Ypart, r1 - r0, Y[r0 - a:r1 - a])
+            pass_cols(
+                P, prm, r0, r1, tr, tc, shift, scale, Psi[r0 - a : r1 - a], W, Om, Ypart, True
+            )
+            sum_parts(Ypart, r1 - r0, Y[r0 - a : r1 - a])
     return Y, W
 
 
@@ -577,7 +590,7 @@ def _center_sums(P, prm, tiles, a, b, shift, scale, budget):
     for r0 in range(a, b, band):
         r1 = min(r0 + band, b)
         center_sums(P, prm, r0, r1, tr, tc, shift, scale, rowpart, colsum, colsq)
-        sum_parts(rowpart, r1 - r0, rowsum[r0 - a:r1 - a])
+        sum_parts(rowpart, r1 - r0, rowsum[r0 - a : r1 - a])
     return rowsum[:, 0], colsum, colsq
 
 
@@ -621,8 +634,11 @@ _EMPTY_IDX = np.empty(0, dtype=np.int64)
 
 def _csr_arrays(V, dtype):
     """``(indptr, indices, data)`` of a CSR matrix as int64, int64 and ``dtype`` arrays."""
-    return (V.indptr.astype(np.int64, copy=False), V.indices.astype(np.int64, copy=False),
-            V.data.astype(dtype, copy=False))
+    return (
+        V.indptr.astype(np.int64, copy=False),
+        V.indices.astype(np.int64, copy=False),
+        V.data.astype(dtype, copy=False),
+    )
 
 
 class CpuBackend(Backend):
@@ -637,8 +653,7 @@ class CpuBackend(Backend):
     def __init__(self, X, Z, xx, zz, params, chunk_bytes):
         super().__init__(X, Z, xx, zz, params, chunk_bytes)
         xsp, zsp = sp.issparse(X), sp.issparse(Z)
-        self.mode = (BOTH_SPARSE if xsp and zsp else X_SPARSE if xsp
-                     else Z_SPARSE if zsp else DENSE)
+        self.mode = BOTH_SPARSE if xsp and zsp else X_SPARSE if xsp else Z_SPARSE if zsp else DENSE
         self._X = np.ascontiguousarray(X.T) if self.mode == Z_SPARSE else X
         self._Z = np.ascontiguousarray(Z.T) if self.mode == X_SPARSE else Z
         self.tiles = tile_shape(self.shape[1], chunk_bytes)
@@ -687,12 +702,14 @@ class CpuBackend(Backend):
         return Points(self.mode, self.n_features, xd, *x, zd, *z, xx, zz, za)
 
     def setup_rows(self, a, b, normalised, center):
-        return setup_rows(self.points(), self.params, self.tiles, a, b, normalised, center,
-                          self.chunk_bytes)
+        return setup_rows(
+            self.points(), self.params, self.tiles, a, b, normalised, center, self.chunk_bytes
+        )
 
     def products(self, a, b, shift, scale, Omega, Psi):
-        return products(self.points(), self.params, self.tiles, a, b, shift, scale, Omega,
-                        Psi, self.chunk_bytes)
+        return products(
+            self.points(), self.params, self.tiles, a, b, shift, scale, Omega, Psi, self.chunk_bytes
+        )
 
     def block(self, ridx, cidx, shift, scale, rmean, cmean, gmean, center):
         rows = slice(None) if ridx is None else ridx
@@ -700,5 +717,15 @@ class CpuBackend(Backend):
         za = self._take_za(cols)
         Z = self._Z[:0] if self._augmented else self._take_z(cols)  # the tiles read za alone
         P = self.points(self._take_x(rows), Z, self.xx[rows], self.zz[cols], za)
-        return fill_block(P, self.params, self.tiles, shift[rows], scale[rows], rmean[rows],
-                          cmean[cols], gmean, center, self.dtype)
+        return fill_block(
+            P,
+            self.params,
+            self.tiles,
+            shift[rows],
+            scale[rows],
+            rmean[rows],
+            cmean[cols],
+            gmean,
+            center,
+            self.dtype,
+        )

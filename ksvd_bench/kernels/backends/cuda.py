@@ -59,8 +59,11 @@ def _quiet(hook):
     @functools.wraps(hook)
     def run(*args, **kwargs):
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"Grid size \d+ will likely result in "
-                                    r"GPU under-utilization")
+            warnings.filterwarnings(
+                "ignore",
+                message=r"Grid size \d+ will likely result in "
+                r"GPU under-utilization",
+            )
             return hook(*args, **kwargs)
 
     return run
@@ -84,9 +87,11 @@ class CudaBackend(Backend):
 
     def __init__(self, X, Z, xx, zz, params, chunk_bytes):
         if sp.issparse(X) or sp.issparse(Z):
-            raise ValueError("device='cuda' needs dense points: X and Z (or A) must not be "
-                             "scipy sparse matrices (densify them with .toarray(), or use "
-                             "device='cpu')")
+            raise ValueError(
+                "device='cuda' needs dense points: X and Z (or A) must not be "
+                "scipy sparse matrices (densify them with .toarray(), or use "
+                "device='cpu')"
+            )
         super().__init__(X, Z, xx, zz, params, chunk_bytes)
         self.tiles = CONFIGS[(self.dtype, "row")][:2]
         self._budget = GPU_BUDGET_FACTOR * self.chunk_bytes
@@ -100,8 +105,14 @@ class CudaBackend(Backend):
     # -------------------------------------------------------------- helpers
     def __reduce__(self):
         # device arrays do not pickle: a copy re-uploads the points (on a GPU there)
-        return _rebuild, (self._dX.copy_to_host(), self._dZ.copy_to_host(), self.xx, self.zz,
-                          self.params, self.chunk_bytes)
+        return _rebuild, (
+            self._dX.copy_to_host(),
+            self._dZ.copy_to_host(),
+            self.xx,
+            self.zz,
+            self.params,
+            self.chunk_bytes,
+        )
 
     def _const(self, name, host):
         """Device copy of a per-row or per-column constant, uploaded again only if changed."""
@@ -142,12 +153,13 @@ class CudaBackend(Backend):
             dsh = cuda.device_array(b - a, np.float64)
             drs = cuda.device_array(b - a, np.float64)
             drq = cuda.device_array(b - a, np.float64)
-            K["row_stats"][_ceil_div(b - a, tr), NT](*self._args(), a, b, d, p.kind, p.inv_g2,
-                                                     dsh, drs, drq)
+            K["row_stats"][_ceil_div(b - a, tr), NT](
+                *self._args(), a, b, d, p.kind, p.inv_g2, dsh, drs, drq
+            )
             shift = dsh.copy_to_host()
             rsq = drq.copy_to_host()
             scale = 1.0 / drs.copy_to_host()
-            part["sumsq"] = float(np.sum(rsq * scale ** 2))
+            part["sumsq"] = float(np.sum(rsq * scale**2))
         if center:
             full_shift = np.zeros(n)
             full_scale = np.ones(n)
@@ -173,11 +185,24 @@ class CudaBackend(Backend):
         rowpart = cuda.device_array((n_tiles, band, 1), np.float64)
         for r0 in range(a, b, band):
             r1 = min(r0 + band, b)
-            K["center_stats"][n_tiles, NT](*self._args(), r0, r1, self.n_features, p.kind,
-                                           p.inv_g2, p.coef0, p.degree, dshift, dscale,
-                                           rowpart, colsum, colsq)
+            K["center_stats"][n_tiles, NT](
+                *self._args(),
+                r0,
+                r1,
+                self.n_features,
+                p.kind,
+                p.inv_g2,
+                p.coef0,
+                p.degree,
+                dshift,
+                dscale,
+                rowpart,
+                colsum,
+                colsq,
+            )
             K["sum_parts"][_ceil_div(r1 - r0, SUM_THREADS), SUM_THREADS](
-                rowpart, r1 - r0, rowsum, r0 - a)
+                rowpart, r1 - r0, rowsum, r0 - a
+            )
         return rowsum.copy_to_host()[:, 0], colsum.copy_to_host(), colsq.copy_to_host()
 
     @_quiet
@@ -195,14 +220,28 @@ class CudaBackend(Backend):
         dscale = self._const("scale", scale)
         common = self._args()
         if b == a:
-            return (None if Omega is None else np.zeros((0, k)),
-                    None if Psi is None else np.zeros((m, l)))
+            return (
+                None if Omega is None else np.zeros((0, k)),
+                None if Psi is None else np.zeros((m, l)),
+            )
         if Psi is None:
             Y = cuda.device_array((b - a, k), np.float64)
             tr = self.tiles[0]
             grid = (_ceil_div(b - a, tr), _ceil_div(k, kc))
-            K["row_pass"][grid, NT](*common, a, b, self.n_features, p.kind, p.inv_g2, p.coef0,
-                                    p.degree, dshift, dscale, self._operand(Omega), Y)
+            K["row_pass"][grid, NT](
+                *common,
+                a,
+                b,
+                self.n_features,
+                p.kind,
+                p.inv_g2,
+                p.coef0,
+                p.degree,
+                dshift,
+                dscale,
+                self._operand(Omega),
+                Y,
+            )
             return Y.copy_to_host(), None
         cc = CONFIGS[(self.dtype, "col")][1]
         n_tiles = _ceil_div(m, cc)
@@ -221,12 +260,28 @@ class CudaBackend(Backend):
             Ypart = cuda.device_array((1, 1, 1), self.dtype)
         for r0 in range(a, b, band):
             r1 = min(r0 + band, b)
-            K["col_pass"][grid, NT](*common, r0, r1, self.n_features, p.kind, p.inv_g2,
-                                    p.coef0, p.degree, dshift, dscale, dPsi[r0 - a:r1 - a],
-                                    W, dOm, Ypart, want_y, r0 == a)
+            K["col_pass"][grid, NT](
+                *common,
+                r0,
+                r1,
+                self.n_features,
+                p.kind,
+                p.inv_g2,
+                p.coef0,
+                p.degree,
+                dshift,
+                dscale,
+                dPsi[r0 - a : r1 - a],
+                W,
+                dOm,
+                Ypart,
+                want_y,
+                r0 == a,
+            )
             if want_y:
                 K["sum_parts"][_ceil_div((r1 - r0) * k, SUM_THREADS), SUM_THREADS](
-                    Ypart, r1 - r0, Y, r0 - a)
+                    Ypart, r1 - r0, Y, r0 - a
+                )
         return (Y.copy_to_host() if want_y else None), W.copy_to_host()
 
     @_quiet
@@ -248,9 +303,27 @@ class CudaBackend(Backend):
             rm = self._const("rmean", rmean)
             cm = self._const("cmean", cmean)
             K["fill"][_ceil_div(nr, tr) * _ceil_div(nc, tc), NT](
-                self._dX, self._dZ, self._dxx, self._dzz, dr, dc, nr, nc, self.n_features,
-                p.kind, p.inv_g2, p.coef0, p.degree, self._const("shift", shift),
-                self._const("scale", scale), rm, cm, float(gmean), bool(center), out)
+                self._dX,
+                self._dZ,
+                self._dxx,
+                self._dzz,
+                dr,
+                dc,
+                nr,
+                nc,
+                self.n_features,
+                p.kind,
+                p.inv_g2,
+                p.coef0,
+                p.degree,
+                self._const("shift", shift),
+                self._const("scale", scale),
+                rm,
+                cm,
+                float(gmean),
+                bool(center),
+                out,
+            )
         return out.copy_to_host()
 
 

@@ -72,14 +72,22 @@ except ImportError as exc:  # pragma: no cover - the [dask] extra is part of [te
         "pip install 'ksvd-bench[dask]'"
     ) from exc
 
-__all__ = ["DistributedKernelSource", "connect", "check_client", "kernel_tiles",
-           "svd_compressed"]
+__all__ = ["DistributedKernelSource", "connect", "check_client", "kernel_tiles", "svd_compressed"]
 
 #: attributes of a KernelSource that its set-up pass sets (scattered after the set-up pass)
 SETUP_STATE = ("_shift", "_scale", "_rmean", "_cmean", "_gmean", "_sumsq", "_ready")
 #: parameters of the in-process source that the distributed one shows as its own
-_FORWARDED = ("kernel", "gamma", "compat", "center", "degree", "coef0", "n_features",
-              "chunk_rows", "chunk_cols")
+_FORWARDED = (
+    "kernel",
+    "gamma",
+    "compat",
+    "center",
+    "degree",
+    "coef0",
+    "n_features",
+    "chunk_rows",
+    "chunk_cols",
+)
 #: operands up to this size travel inside each task; larger ones are scattered once per
 #: pass to every worker (a broadcast costs a few round trips: ARPACK's one-vector passes
 #: would pay them hundreds of times)
@@ -123,8 +131,9 @@ def connect(address, *, timeout=None):
         connection nor make Dask read a garbage frame length).
     """
     if not isinstance(address, str) or not address:
-        raise TypeError(f"address must be a non-empty string such as 'tcp://host:8786', got "
-                        f"{address!r}")
+        raise TypeError(
+            f"address must be a non-empty string such as 'tcp://host:8786', got {address!r}"
+        )
     timeout = _check_timeout(DEFAULT_TIMEOUT if timeout is None else timeout)
     where = _tcp_host_port(address)
     if where is not None:
@@ -152,7 +161,8 @@ def _tcp_host_port(address):
     if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConnectionError(
             f"{address!r} is not a Dask scheduler address: expected 'tcp://host:port', e.g. "
-            f"'tcp://scheduler-host:8786' (as printed by `dask scheduler`)")
+            f"'tcp://scheduler-host:8786' (as printed by `dask scheduler`)"
+        )
     return host.strip("[]"), int(port)
 
 
@@ -189,11 +199,13 @@ def _probe_scheduler(address, host, port, timeout):
         raise ConnectionError(
             f"could not reach a Dask scheduler at {address!r} within {timeout:g} s "
             f"({type(exc).__name__}: {exc}); start one with `dask scheduler` and check the "
-            f"address and port") from None
+            f"address and port"
+        ) from None
     if problem is not None:
         raise ConnectionError(
             f"something other than a Dask scheduler listens at {address!r} ({problem}); "
-            f"check the address and port")
+            f"check the address and port"
+        )
 
 
 def check_client(client):
@@ -209,8 +221,12 @@ def check_client(client):
 
 
 def _check_timeout(timeout):
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) \
-            or not np.isfinite(timeout) or timeout <= 0:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, numbers.Real)
+        or not np.isfinite(timeout)
+        or timeout <= 0
+    ):
         raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
     return float(timeout)
 
@@ -218,8 +234,7 @@ def _check_timeout(timeout):
 def _check_n_blocks(n_blocks):
     if n_blocks is None:
         return None
-    if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) \
-            or n_blocks < 1:
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, (int, np.integer)) or n_blocks < 1:
         raise ValueError(f"n_blocks must be a positive integer or None, got {n_blocks!r}")
     return int(n_blocks)
 
@@ -266,7 +281,8 @@ def _is_row_source(source):
     """
     return not isinstance(source, DistributedKernelSource) and all(
         callable(getattr(source, name, None))
-        for name in ("_setup_rows", "_finish_setup", "_pass_rows", "_block_rows"))
+        for name in ("_setup_rows", "_finish_setup", "_pass_rows", "_block_rows")
+    )
 
 
 # ----------------------------------------------------------------------- worker side
@@ -334,8 +350,9 @@ def _reduce_setup(*parts):
     for p in parts[1:]:
         if out["colsum"] is not None:
             out["colsum"] += p["colsum"]
-        out["sumsq"] = None if out["sumsq"] is None or p["sumsq"] is None \
-            else out["sumsq"] + p["sumsq"]
+        out["sumsq"] = (
+            None if out["sumsq"] is None or p["sumsq"] is None else out["sumsq"] + p["sumsq"]
+        )
     return out
 
 
@@ -387,8 +404,11 @@ def _tile_task(points, state, block_info=None):
 
 
 def _tiles_evaluated(client):
-    counts = {} if client is None else client.run(
-        lambda dask_worker: getattr(dask_worker, "ksvd_tiles", 0))
+    counts = (
+        {}
+        if client is None
+        else client.run(lambda dask_worker: getattr(dask_worker, "ksvd_tiles", 0))
+    )
     return _LOCAL_TILES + sum(counts.values())
 
 
@@ -525,9 +545,12 @@ class DistributedKernelSource:
         level = 0
         while len(leaves) > 1:
             level += 1
-            leaves = [self._submit(f"{kind}-reduce{level}", i, func, *leaves[j:j + FAN_IN],
-                                   priority=level)
-                      for i, j in enumerate(range(0, len(leaves), FAN_IN))]
+            leaves = [
+                self._submit(
+                    f"{kind}-reduce{level}", i, func, *leaves[j : j + FAN_IN], priority=level
+                )
+                for i, j in enumerate(range(0, len(leaves), FAN_IN))
+            ]
         return leaves[0]
 
     def _gather_root(self, root):
@@ -540,8 +563,10 @@ class DistributedKernelSource:
 
     def _run_setup(self):
         self._new_pass()
-        futures = [self._submit("setup", i, _setup_task, self._points, a, b)
-                   for i, (a, b) in enumerate(self.block_bounds)]
+        futures = [
+            self._submit("setup", i, _setup_task, self._points, a, b)
+            for i, (a, b) in enumerate(self.block_bounds)
+        ]
         # one part over [0, N): the workers joined and added the blocks' parts in a fixed tree
         root = self._tree("setup", futures, _reduce_setup)
         del futures
@@ -557,9 +582,17 @@ class DistributedKernelSource:
         if om is not None and om.nbytes > EMBED_BYTES:
             om = self._scatter(om)
         futures = [
-            self._submit("pass", i, _pass_task, self._points, self._state, a, b, om,
-                         None if Psi is None else np.ascontiguousarray(Psi[a:b],
-                                                                       dtype=np.float64))
+            self._submit(
+                "pass",
+                i,
+                _pass_task,
+                self._points,
+                self._state,
+                a,
+                b,
+                om,
+                None if Psi is None else np.ascontiguousarray(Psi[a:b], dtype=np.float64),
+            )
             for i, (a, b) in enumerate(self.block_bounds)
         ]
         self.last_pass_keys = [f.key for f in futures]
@@ -577,8 +610,10 @@ class DistributedKernelSource:
         n_chunks = max(1, min(len(self.block_bounds), -(-ridx.size // self.chunk_rows)))
         self._new_pass()
         chunks = np.array_split(ridx, n_chunks)
-        futures = [self._submit("rows", i, _rows_task, self._points, self._state, chunk, cidx)
-                   for i, chunk in enumerate(chunks)]
+        futures = [
+            self._submit("rows", i, _rows_task, self._points, self._state, chunk, cidx)
+            for i, chunk in enumerate(chunks)
+        ]
         return np.concatenate([f.result() for f in futures], axis=0)
 
     def _gather_cols(self, cidx):
@@ -587,8 +622,10 @@ class DistributedKernelSource:
 
     def _gather_cols_once(self, cidx):
         self._new_pass()
-        futures = [self._submit("cols", i, _cols_task, self._points, self._state, a, b, cidx)
-                   for i, (a, b) in enumerate(self.block_bounds)]
+        futures = [
+            self._submit("cols", i, _cols_task, self._points, self._state, a, b, cidx)
+            for i, (a, b) in enumerate(self.block_bounds)
+        ]
         return np.concatenate([f.result() for f in futures], axis=0)
 
     # ------------------------------------------------------------------- protocol
@@ -668,16 +705,24 @@ class DistributedKernelSource:
         Om, vo = check_operand(Omega, self.shape[1], "Omega")
         Ps, vp = check_operand(Psi, self.shape[0], "Psi")
         if Om.shape[1] == 0 or Ps.shape[1] == 0:
-            Y = self.matmat(Omega) if Om.shape[1] else self.local._result(
-                np.empty((self.shape[0], 0)), Om, vo, "Omega")
-            W = self.rmatmat(Psi) if Ps.shape[1] else self.local._result(
-                np.empty((self.shape[1], 0)), Ps, vp, "Psi", transpose=True)
+            Y = (
+                self.matmat(Omega)
+                if Om.shape[1]
+                else self.local._result(np.empty((self.shape[0], 0)), Om, vo, "Omega")
+            )
+            W = (
+                self.rmatmat(Psi)
+                if Ps.shape[1]
+                else self.local._result(np.empty((self.shape[1], 0)), Ps, vp, "Psi", transpose=True)
+            )
             return Y, W
         Y, W = self._products(Om, Ps)
         self.n_matmat += 2
         self.n_passes += 1
-        return (self.local._result(Y, Om, vo, "Omega"),
-                self.local._result(W, Ps, vp, "Psi", transpose=True))
+        return (
+            self.local._result(Y, Om, vo, "Omega"),
+            self.local._result(W, Ps, vp, "Psi", transpose=True),
+        )
 
     def dense(self):
         """All of G as a dense array, gathered on the client (O(N M) memory; one pass)."""
@@ -695,8 +740,7 @@ class DistributedKernelSource:
 
     def frobenius_slack(self):
         """``(value, slack)`` as :meth:`KernelSource.frobenius_slack`."""
-        return self.local._frobenius(
-            lambda a, b: self._gather_rows(np.arange(a, b), None), self)
+        return self.local._frobenius(lambda a, b: self._gather_rows(np.arange(a, b), None), self)
 
     # ------------------------------------------------------------------- lifetime
     def close(self):
@@ -713,13 +757,17 @@ class DistributedKernelSource:
         self.close()
 
     def __reduce__(self):
-        raise TypeError("a DistributedKernelSource holds futures of a live Dask client and "
-                        "cannot be pickled; pickle its .local source instead")
+        raise TypeError(
+            "a DistributedKernelSource holds futures of a live Dask client and "
+            "cannot be pickled; pickle its .local source instead"
+        )
 
     def __repr__(self):
-        return (f"DistributedKernelSource(shape={self.shape}, kernel={self.kernel!r}, "
-                f"gamma={self.gamma}, center={self.center}, dtype={self.dtype}, "
-                f"n_blocks={len(self.block_bounds)}, n_workers={self.n_workers})")
+        return (
+            f"DistributedKernelSource(shape={self.shape}, kernel={self.kernel!r}, "
+            f"gamma={self.gamma}, center={self.center}, dtype={self.dtype}, "
+            f"n_blocks={len(self.block_bounds)}, n_workers={self.n_workers})"
+        )
 
 
 # ----------------------------------------------------------------------- Dask's own SVD
@@ -753,13 +801,21 @@ def kernel_tiles(source, tile=4096):
         source._check_ready()
         args = (source, None)
     else:
-        raise TypeError(f"source must be a KernelSource or DistributedKernelSource, got "
-                        f"{type(source).__name__}")
+        raise TypeError(
+            f"source must be a KernelSource or DistributedKernelSource, got {type(source).__name__}"
+        )
     n, m = source.shape
-    chunks = (tuple(min(tile, n - a) for a in range(0, n, tile)),
-              tuple(min(tile, m - c) for c in range(0, m, tile)))
-    return da.map_blocks(_tile_task, *args, chunks=chunks, dtype=source.dtype,
-                         meta=np.empty((0, 0), dtype=source.dtype))
+    chunks = (
+        tuple(min(tile, n - a) for a in range(0, n, tile)),
+        tuple(min(tile, m - c) for c in range(0, m, tile)),
+    )
+    return da.map_blocks(
+        _tile_task,
+        *args,
+        chunks=chunks,
+        dtype=source.dtype,
+        meta=np.empty((0, 0), dtype=source.dtype),
+    )
 
 
 def svd_compressed(source, rank, *, n_iter=0, n_oversamples=10, tile=4096, random_state=None):
@@ -799,11 +855,18 @@ def svd_compressed(source, rank, *, n_iter=0, n_oversamples=10, tile=4096, rando
     before = _tiles_evaluated(client)
     t0 = time.perf_counter()
     seed = None if random_state is None else int(random_state)
-    u, s, v = da.linalg.svd_compressed(G, rank, n_power_iter=n_iter,
-                                       n_oversamples=n_oversamples, seed=seed, compute=True)
+    u, s, v = da.linalg.svd_compressed(
+        G, rank, n_power_iter=n_iter, n_oversamples=n_oversamples, seed=seed, compute=True
+    )
     u, s, v = dask.compute(u, s, v, **({} if client is None else {"scheduler": client}))
     seconds = time.perf_counter() - t0
     passes = (_tiles_evaluated(client) - before) / n_tiles
-    info = {"method": "svd_compressed", "effort": n_iter, "n_passes": passes,
-            "n_products": int(round(passes)), "seconds": seconds, "tile": tile}
+    info = {
+        "method": "svd_compressed",
+        "effort": n_iter,
+        "n_passes": passes,
+        "n_products": int(round(passes)),
+        "seconds": seconds,
+        "tile": tile,
+    }
     return SVDResult(np.asarray(u), np.asarray(s), np.asarray(v).T, info)

@@ -390,7 +390,6 @@ def _rows_equal(indptr, indices, data, L, rows, reps, ok):
         ok[k] = same
 
 
-
 @numba.njit(cache=True)
 def _core_csr(indptr, indices, data, row_reps, col_map, wr, wc, n_rows):
     """CSR (``n_rows`` rows, the last ones empty) of ``T[row_reps]`` on the columns with

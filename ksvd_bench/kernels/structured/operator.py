@@ -268,13 +268,24 @@ class StructuredKernelSource:
         self._check_condition(log_kappa, "the rank-one base exceeds the row's largest entry")
         with _Threads(work=4 * P.nnz):
             tdata, a, rho = _sparse_part(
-                P.indptr, P.indices, P.data, r, c, c_min, t, kernel == "sne", float(b.sum()), b,
+                P.indptr,
+                P.indices,
+                P.data,
+                r,
+                c,
+                c_min,
+                t,
+                kernel == "sne",
+                float(b.sum()),
+                b,
                 delta,
             )
         # Conditioning, part 2 (SNE): cancellation in the row normaliser.
         cond = np.maximum(np.exp(log_kappa), rho)
-        self._check_condition(np.log(np.maximum(cond, np.finfo(np.float64).tiny)),
-                              "the SNE normaliser's off-pattern sum cancels")
+        self._check_condition(
+            np.log(np.maximum(cond, np.finfo(np.float64).tiny)),
+            "the SNE normaliser's off-pattern sum cancels",
+        )
         self.condition = float(cond.max())
         T = sp.csr_matrix((tdata, P.indices, P.indptr), shape=self.shape)
         # Entries that underflowed are exactly zero; dropping them keeps rows compressible.
@@ -308,7 +319,8 @@ class StructuredKernelSource:
             f"{cond * np.finfo(np.float64).eps:.1g} relative to the row's largest entry "
             f"(or overflowing). Use the general lazy source: "
             f"KernelSource(A, ..., structured=False), or ksvd_kernel for the dense matrix.",
-            row=worst, condition=cond,
+            row=worst,
+            condition=cond,
         )
 
     def _set_parts(self, T, L, R):
@@ -473,8 +485,12 @@ class StructuredKernelSource:
     def aslinearoperator(self):
         """``G`` as a :class:`scipy.sparse.linalg.LinearOperator`."""
         return LinearOperator(
-            self.shape, matvec=self.matvec, rmatvec=self.rmatvec, matmat=self.matmat,
-            rmatmat=self.rmatmat, dtype=self.dtype,
+            self.shape,
+            matvec=self.matvec,
+            rmatvec=self.rmatvec,
+            matmat=self.matmat,
+            rmatmat=self.rmatmat,
+            dtype=self.dtype,
         )
 
     def svd(self, rank, **options):
@@ -501,5 +517,4 @@ class StructuredKernelSource:
         """
         from .svd import exact_svd
 
-        return exact_svd(self, rank, random_state=random_state, tol=tol, maxiter=maxiter,
-                         ncv=ncv)
+        return exact_svd(self, rank, random_state=random_state, tol=tol, maxiter=maxiter, ncv=ncv)

@@ -121,8 +121,7 @@ class _Operator:
     def rmatvec(self, y):
         self._count(1)
         out = np.empty(self.core_shape[1])
-        return _lowrank_matvec(self.Tct, self.R, self.L, np.ascontiguousarray(y, np.float64),
-                               out)
+        return _lowrank_matvec(self.Tct, self.R, self.L, np.ascontiguousarray(y, np.float64), out)
 
     def gram(self, x, left):
         """``C C^T x`` (``left``) or ``C^T C x``: two products in one Numba call."""
@@ -172,14 +171,14 @@ class _Grouping:
         self.row_empty, self.row_reps, self.row_group, self.row_sizes = _group_rows(
             indptr, indices, data, L
         )
-        self.col_empty, self.col_reps, self.col_group, self.col_sizes = _group_rows(
-            *source._Tt, R
-        )
+        self.col_empty, self.col_reps, self.col_group, self.col_sizes = _group_rows(*source._Tt, R)
         self.Qz, self.LzC = _span_basis(L[self.row_empty])
         self.Qy, self.RyC = _span_basis(R[self.col_empty])
         self.L, self.R = L, R
-        self.core_shape = (self.row_reps.size + self.Qz.shape[1],
-                           self.col_reps.size + self.Qy.shape[1])
+        self.core_shape = (
+            self.row_reps.size + self.Qz.shape[1],
+            self.col_reps.size + self.Qy.shape[1],
+        )
 
 
 class _Compression(_Operator):
@@ -190,9 +189,15 @@ class _Compression(_Operator):
         n, m = source.shape
         self.shape = (n, m)
         self.row_empty, self.row_group, self.row_sizes = (
-            groups.row_empty, groups.row_group, groups.row_sizes)
+            groups.row_empty,
+            groups.row_group,
+            groups.row_sizes,
+        )
         self.col_empty, self.col_group, self.col_sizes = (
-            groups.col_empty, groups.col_group, groups.col_sizes)
+            groups.col_empty,
+            groups.col_group,
+            groups.col_sizes,
+        )
         self.Qz, self.Qy = groups.Qz, groups.Qy
         row_reps, col_reps = groups.row_reps, groups.col_reps
         h = col_reps.size
@@ -204,8 +209,9 @@ class _Compression(_Operator):
         col_map = np.full(m, -1, dtype=np.int64)
         col_map[col_reps] = np.arange(h)
         core_shape = groups.core_shape
-        Tc = _core_csr(indptr, indices, data, row_reps.astype(np.int64), col_map, wr, wc,
-                       core_shape[0])
+        Tc = _core_csr(
+            indptr, indices, data, row_reps.astype(np.int64), col_map, wr, wc, core_shape[0]
+        )
         super().__init__(Tc, _transpose_csr(*Tc, core_shape[1]), L, R, core_shape)
 
     @staticmethod
@@ -213,19 +219,26 @@ class _Compression(_Operator):
         empty_pos = np.full(n, -1, dtype=np.int64)
         empty_pos[empty] = np.arange(empty.size)
         out = np.empty((n, Uc.shape[1]))
-        _expand_rows(np.ascontiguousarray(Uc, dtype=np.float64), group,
-                     np.sqrt(sizes.astype(np.float64)), empty_pos,
-                     np.ascontiguousarray(Qz, dtype=np.float64), sizes.size, out)
+        _expand_rows(
+            np.ascontiguousarray(Uc, dtype=np.float64),
+            group,
+            np.sqrt(sizes.astype(np.float64)),
+            empty_pos,
+            np.ascontiguousarray(Qz, dtype=np.float64),
+            sizes.size,
+            out,
+        )
         return out
 
     def expand_left(self, Uc):
-        return self._expand(Uc, self.row_group, self.row_sizes, self.row_empty, self.Qz,
-                            self.shape[0])
+        return self._expand(
+            Uc, self.row_group, self.row_sizes, self.row_empty, self.Qz, self.shape[0]
+        )
 
     def expand_right(self, Vc):
-        return self._expand(Vc, self.col_group, self.col_sizes, self.col_empty, self.Qy,
-                            self.shape[1])
-
+        return self._expand(
+            Vc, self.col_group, self.col_sizes, self.col_empty, self.Qy, self.shape[1]
+        )
 
 
 def _check_rank(rank, shape):
@@ -268,16 +281,15 @@ def _complete(U, k, rng):
 
 def _check_structured_svd_args(source, rank, solver, tol, maxiter, ncv, dense_max, compress):
     if not isinstance(source, StructuredKernelSource):
-        raise TypeError(
-            f"source must be a StructuredKernelSource, got {type(source).__name__}"
-        )
+        raise TypeError(f"source must be a StructuredKernelSource, got {type(source).__name__}")
     rank = _check_rank(rank, source.shape)
     if solver not in ("auto", "arpack", "dense"):
         raise ValueError(f"solver must be 'auto', 'arpack' or 'dense', got {solver!r}")
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
         raise ValueError(f"tol must be a real number >= 0, got {tol!r}")
-    if maxiter is not None and (isinstance(maxiter, bool) or not isinstance(
-            maxiter, numbers.Integral) or maxiter < 1):
+    if maxiter is not None and (
+        isinstance(maxiter, bool) or not isinstance(maxiter, numbers.Integral) or maxiter < 1
+    ):
         raise ValueError(f"maxiter must be a positive int or None, got {maxiter!r}")
     if ncv is not None and (isinstance(ncv, bool) or not isinstance(ncv, numbers.Integral)):
         raise TypeError(f"ncv must be an int or None, got {type(ncv).__name__}")
@@ -373,10 +385,18 @@ def structured_svd(
     number of threads); ARPACK's own BLAS runs on one thread beside them.
     """
     t0 = time.perf_counter()
-    rank = _check_structured_svd_args(source, rank, solver, tol, maxiter, ncv, dense_max,
-                                      compress)
-    U, s, V, info = _exact_triplets(source, rank, solver, tol, maxiter, ncv, dense_max,
-                                    compress, np.random.default_rng(random_state))
+    rank = _check_structured_svd_args(source, rank, solver, tol, maxiter, ncv, dense_max, compress)
+    U, s, V, info = _exact_triplets(
+        source,
+        rank,
+        solver,
+        tol,
+        maxiter,
+        ncv,
+        dense_max,
+        compress,
+        np.random.default_rng(random_state),
+    )
     fix_signs(U, V)
     info["seconds"] = time.perf_counter() - t0
     return _result(source, U, s, V, info)
@@ -384,8 +404,12 @@ def structured_svd(
 
 def _result(source, U, s, V, info):
     dt = source.dtype
-    return SVDResult(U=U.astype(dt, copy=False), s=s.astype(dt, copy=False),
-                     V=V.astype(dt, copy=False), info=info)
+    return SVDResult(
+        U=U.astype(dt, copy=False),
+        s=s.astype(dt, copy=False),
+        V=V.astype(dt, copy=False),
+        info=info,
+    )
 
 
 def _exact_triplets(source, rank, solver, tol, maxiter, ncv, dense_max, compress, rng):

@@ -59,7 +59,18 @@ from ksvd_bench.race.compare.settings import DEFAULT_METHODS, VARIANTS
 from ksvd_bench.race.compare.table import format_compare
 
 __all__ = [
-    "CompareResult", "run_compare", "format_compare", "write_compare_files", "write_record",
-    "load_record", "readme_table", "exact_operator", "seeds_from",
-    "STRUCTURED_NAME", "ROW_FIELDS", "RUN_FIELDS", "DEFAULT_METHODS", "VARIANTS",
+    "CompareResult",
+    "run_compare",
+    "format_compare",
+    "write_compare_files",
+    "write_record",
+    "load_record",
+    "readme_table",
+    "exact_operator",
+    "seeds_from",
+    "STRUCTURED_NAME",
+    "ROW_FIELDS",
+    "RUN_FIELDS",
+    "DEFAULT_METHODS",
+    "VARIANTS",
 ]

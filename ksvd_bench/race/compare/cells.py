@@ -46,8 +46,16 @@ from ksvd_bench.race.paper_runtime import (
 )
 from ksvd_bench.race.problems import Problem
 
-__all__ = ["Context", "Scorer", "race_method", "structured_rows", "add_speedups",
-           "first_hit", "na_rows", "sweep_point"]
+__all__ = [
+    "Context",
+    "Scorer",
+    "race_method",
+    "structured_rows",
+    "add_speedups",
+    "first_hit",
+    "na_rows",
+    "sweep_point",
+]
 
 
 class Scorer:
@@ -71,12 +79,21 @@ class Scorer:
         if is_eta(measure):
             return float(eta(self.reference, answer, weights=measure, rank=self.rank))
         if self.use_pass:
-            return float(lowrank_error(self.G, self.reference, answer, rank=self.rank,
-                                       method="pass"))
+            return float(
+                lowrank_error(self.G, self.reference, answer, rank=self.rank, method="pass")
+            )
         if self.norm_fro is None:
             self.norm_fro = frobenius_norm(self.res_src)
-        return float(lowrank_error(self.res_src, self.reference, answer, rank=self.rank,
-                                   method="products", norm_fro=self.norm_fro))
+        return float(
+            lowrank_error(
+                self.res_src,
+                self.reference,
+                answer,
+                rank=self.rank,
+                method="products",
+                norm_fro=self.norm_fro,
+            )
+        )
 
 
 def first_hit(history, eps, key, *, whole=True):
@@ -88,8 +105,9 @@ def first_hit(history, eps, key, *, whole=True):
     """
     if whole:
         return next((i for i, h in enumerate(history) if meets(h, eps, key)), None)
-    return next((i for i, h in enumerate(history)
-                 if h[key] <= eps and verdict(h)["reliable"]), None)
+    return next(
+        (i for i, h in enumerate(history) if h[key] <= eps and verdict(h)["reliable"]), None
+    )
 
 
 def _history_passes(tr, i):
@@ -118,22 +136,36 @@ def sweep_point(ctx, seed, *, effort, seconds, passes, value, judged, status, **
     """
     passes = _finite(passes)
     n, m = ctx.G.shape
-    return {"seed": int(seed), "effort": None if effort is None else int(effort),
-            "seconds": _finite(seconds), "passes": passes,
-            "entries_read": None if passes is None else passes * n * m,
-            "value": _finite(value), "sv_error": _finite(judged.get("sv_error")),
-            "triplet_residual": _finite(judged.get("triplet_residual")), "status": status,
-            **extra}
+    return {
+        "seed": int(seed),
+        "effort": None if effort is None else int(effort),
+        "seconds": _finite(seconds),
+        "passes": passes,
+        "entries_read": None if passes is None else passes * n * m,
+        "value": _finite(value),
+        "sv_error": _finite(judged.get("sv_error")),
+        "triplet_residual": _finite(judged.get("triplet_residual")),
+        "status": status,
+        **extra,
+    }
 
 
 def _sweep(ctx, history, seed, eps, key="value", **extra_keys):
     """The history points of one driver sweep, judged at ``eps`` on ``key``."""
-    return [sweep_point(ctx, seed, effort=h["effort"], seconds=h["seconds"],
-                        passes=h.get("n_passes"), value=h[key], judged=verdict(h),
-                        status=point_status(h, eps, key),
-                        **{name: _finite(h[k]) for name, k in extra_keys.items()})
-            for h in history]
-
+    return [
+        sweep_point(
+            ctx,
+            seed,
+            effort=h["effort"],
+            seconds=h["seconds"],
+            passes=h.get("n_passes"),
+            value=h[key],
+            judged=verdict(h),
+            status=point_status(h, eps, key),
+            **{name: _finite(h[k]) for name, k in extra_keys.items()},
+        )
+        for h in history
+    ]
 
 
 @dataclass
@@ -143,13 +175,13 @@ class Context:
     problem: Problem
     G: np.ndarray
     reference: object
-    res_src: object        # cheapest exact operator of G, for residual and low-rank scores
+    res_src: object  # cheapest exact operator of G, for residual and low-rank scores
     score: Scorer
-    base: dict             # dataset, shape, kernel fields of every row
+    base: dict  # dataset, shape, kernel fields of every row
     paper_key: str | None
     settings: Settings
     bar: object
-    point_source: object = None   # the lazy point source, built on first use
+    point_source: object = None  # the lazy point source, built on first use
 
     def matrix_for(self, method):
         """What a raced entry solves: the lazy point source (its ``joint_psd()`` is what
@@ -167,10 +199,13 @@ class Context:
         from ksvd_bench.metrics import sv_error, triplet_residual
 
         rank = self.settings.rank
-        return {"sv_error": sv_error(self.reference, answer, rank=rank),
-                "triplet_residual": triplet_residual(self.res_src, answer, rank=rank,
-                                                     reference=self.reference),
-                **warning_fields(caught, answer.info)}
+        return {
+            "sv_error": sv_error(self.reference, answer, rank=rank),
+            "triplet_residual": triplet_residual(
+                self.res_src, answer, rank=rank, reference=self.reference
+            ),
+            **warning_fields(caught, answer.info),
+        }
 
 
 def race_method(ctx, method, cap):
@@ -238,11 +273,20 @@ def _solve(ctx, method, measure, eps, seed, cap, **kwargs):
     s = ctx.settings
     solver, extra = solver_of(method)
     options = {"track_residual": s.residual, **driver_options(measure), **kwargs}
-    return solve_to_tolerance(ctx.matrix_for(method), s.rank, solver, eps,
-                              reference=ctx.reference,
-                              options=extra or None, random_state=seed, max_effort=cap,
-                              repeats=s.repeats, time_limit=s.sweep_limit,
-                              residual_operator=ctx.res_src, **options)
+    return solve_to_tolerance(
+        ctx.matrix_for(method),
+        s.rank,
+        solver,
+        eps,
+        reference=ctx.reference,
+        options=extra or None,
+        random_state=seed,
+        max_effort=cap,
+        repeats=s.repeats,
+        time_limit=s.sweep_limit,
+        residual_operator=ctx.res_src,
+        **options,
+    )
 
 
 def _seed_runs(ctx, method, measure, seed, cap):
@@ -272,17 +316,26 @@ def _seed_runs(ctx, method, measure, seed, cap):
             i = next(k for k, h in enumerate(tr.history) if h["effort"] == tr.effort)
             effort, value, est, seconds = tr.effort, tr.value, tr.residual_estimate, None
         judged = verdict(tr.history[i])
-        runs.append({
-            **judged,
-            "eps": e, **measure_fields(measure), "method": method, "stop": "reference",
-            "seed": seed, "effort": int(effort), "n_passes": _history_passes(tr, i),
-            "value": float(value), "seconds": seconds, "converged": conv,
-            "status": status_of(conv, judged["reliable"]),
-            "resid_est": None if math.isnan(est) else float(est),
-            "n_steps": (i + 1) if conv else len(tr.history),
-            "stopped_by": "converged" if conv else tr.stopped_by,
-            "history": _sweep(ctx, tr.history, seed, e),
-        })
+        runs.append(
+            {
+                **judged,
+                "eps": e,
+                **measure_fields(measure),
+                "method": method,
+                "stop": "reference",
+                "seed": seed,
+                "effort": int(effort),
+                "n_passes": _history_passes(tr, i),
+                "value": float(value),
+                "seconds": seconds,
+                "converged": conv,
+                "status": status_of(conv, judged["reliable"]),
+                "resid_est": None if math.isnan(est) else float(est),
+                "n_steps": (i + 1) if conv else len(tr.history),
+                "stopped_by": "converged" if conv else tr.stopped_by,
+                "history": _sweep(ctx, tr.history, seed, e),
+            }
+        )
     return runs, (answers[0][1] if s.repeats == 1 else None)
 
 
@@ -305,26 +358,59 @@ def _tsvd_cells(ctx):
         if _over_budget(s, k, t0):
             ctx.bar.update((len(s.seeds) - k) * len(s.measures))
             break
-        tr = solve_to_tolerance(ctx.G, s.rank, "tsvd", s.eps[-1], reference=ctx.reference,
-                                weights=PAPER_WEIGHTS, random_state=seed, repeats=s.repeats,
-                                track_residual=False)
+        tr = solve_to_tolerance(
+            ctx.G,
+            s.rank,
+            "tsvd",
+            s.eps[-1],
+            reference=ctx.reference,
+            weights=PAPER_WEIGHTS,
+            random_state=seed,
+            repeats=s.repeats,
+            track_residual=False,
+        )
         judged = verdict(tr)  # the one answer's verdict, whatever the measure
         for m in s.measures:
             value = ctx.score(m, tr.result)
-            est = (residual_estimate(ctx.res_src, tr.result, weights=m)
-                   if s.residual and is_eta(m) else None)
+            est = (
+                residual_estimate(ctx.res_src, tr.result, weights=m)
+                if s.residual and is_eta(m)
+                else None
+            )
             for e in s.eps:
                 conv = meets({**judged, "value": value}, e)
                 status = status_of(conv, judged["reliable"])
-                cells[m][e].append({
-                    **ctx.base, **judged, "eps": e, **measure_fields(m), "method": "tsvd",
-                    "stop": "reference", "seed": seed, "effort": int(tr.effort),
-                    "n_passes": _passes(tr.result), "value": value,
-                    "seconds": float(tr.seconds) if conv else None, "converged": bool(conv),
-                    "status": status, "resid_est": est, "n_steps": 1,
-                    "history": [sweep_point(ctx, seed, effort=tr.effort, seconds=tr.seconds,
-                                            passes=_passes(tr.result), value=value,
-                                            judged=judged, status=status)]})
+                cells[m][e].append(
+                    {
+                        **ctx.base,
+                        **judged,
+                        "eps": e,
+                        **measure_fields(m),
+                        "method": "tsvd",
+                        "stop": "reference",
+                        "seed": seed,
+                        "effort": int(tr.effort),
+                        "n_passes": _passes(tr.result),
+                        "value": value,
+                        "seconds": float(tr.seconds) if conv else None,
+                        "converged": bool(conv),
+                        "status": status,
+                        "resid_est": est,
+                        "n_steps": 1,
+                        "history": [
+                            sweep_point(
+                                ctx,
+                                seed,
+                                effort=tr.effort,
+                                seconds=tr.seconds,
+                                passes=_passes(tr.result),
+                                value=value,
+                                judged=judged,
+                                status=status,
+                            )
+                        ],
+                    }
+                )
                 if k == 0 and est is not None:
                     res_rows[m].append(_tsvd_residual_row(ctx, tr, m, e, value, est, judged))
             ctx.bar.update(1)
@@ -333,8 +419,11 @@ def _tsvd_cells(ctx):
 
 def _whole_triplet_note(judged, e):
     """What a reference-free stop could not see: singular values or triplets off by > eps."""
-    off = [name for key, name in (("sv_error", "singular values"),
-                                  ("triplet_residual", "triplets")) if judged[key] > e]
+    off = [
+        name
+        for key, name in (("sv_error", "singular values"), ("triplet_residual", "triplets"))
+        if judged[key] > e
+    ]
     return f"; {' and '.join(off)} off by > eps" if off else ""
 
 
@@ -353,19 +442,39 @@ def _tsvd_residual_row(ctx, tr, measure, e, value, est, judged):
         note += "; true eta > eps"
     note += _whole_triplet_note(judged, e)
     return {
-        **ctx.base, "method": "tsvd" + RESIDUAL_SUFFIX, "stop": "residual", "eps": e,
-        **measure_fields(measure), "n_seeds": 1, "n_converged": int(right),
-        "converged": right, "status": status, "effort": int(tr.effort),
+        **ctx.base,
+        "method": "tsvd" + RESIDUAL_SUFFIX,
+        "stop": "residual",
+        "eps": e,
+        **measure_fields(measure),
+        "n_seeds": 1,
+        "n_converged": int(right),
+        "converged": right,
+        "status": status,
+        "effort": int(tr.effort),
         "n_passes": _passes(tr.result),
         # the time the stop took, also when it fired on a wrong answer (the status says so)
-        "seconds": float(tr.seconds) if stopped else None, "value": float(value),
-        "value_worst": float(value), "best_value": float(value), "resid_est": float(est),
-        **judged, "note": _stop_note(stopped, right, note),
-        "history": [sweep_point(ctx, ctx.settings.seeds[0], effort=tr.effort,
-                                seconds=tr.seconds, passes=_passes(tr.result), value=value,
-                                judged=judged, status=point_status({**judged, "value": value},
-                                                                   e),
-                                residual_estimate=float(est))]}
+        "seconds": float(tr.seconds) if stopped else None,
+        "value": float(value),
+        "value_worst": float(value),
+        "best_value": float(value),
+        "resid_est": float(est),
+        **judged,
+        "note": _stop_note(stopped, right, note),
+        "history": [
+            sweep_point(
+                ctx,
+                ctx.settings.seeds[0],
+                effort=tr.effort,
+                seconds=tr.seconds,
+                passes=_passes(tr.result),
+                value=value,
+                judged=judged,
+                status=point_status({**judged, "value": value}, e),
+                residual_estimate=float(est),
+            )
+        ],
+    }
 
 
 def _attach_e2e(ctx, method, cell, measure, cache):
@@ -389,20 +498,31 @@ def _attach_e2e(ctx, method, cell, measure, cache):
             # First lazy solve of this method: compiles the lazy source's kernels (its
             # warnings are those of the timed solve below, which records them).
             with counting_warnings():
-                svd(ctx.problem.lazy_source(structured=False), ctx.settings.rank,
-                    method=solver, random_state=run["seed"], **effort, **extra)
+                svd(
+                    ctx.problem.lazy_source(structured=False),
+                    ctx.settings.rank,
+                    method=solver,
+                    random_state=run["seed"],
+                    **effort,
+                    **extra,
+                )
         with counting_warnings() as caught:
             t0 = time.perf_counter()
             src = ctx.problem.lazy_source(structured=False)
-            res = svd(src, ctx.settings.rank, method=solver, random_state=run["seed"],
-                      **effort, **extra)
+            res = svd(
+                src, ctx.settings.rank, method=solver, random_state=run["seed"], **effort, **extra
+            )
             seconds = time.perf_counter() - t0
         cache[key] = (seconds, res, type(src).__name__, len(caught))
     seconds, res, name, n_warn = cache[key]
     # the same solve as the raced one (same effort and seed) on the lazy source: its
     # warnings are recorded apart, beside its value
-    run.update(e2e_seconds=seconds, e2e_value=ctx.score(measure, res), e2e_source=name,
-               e2e_n_warnings=n_warn)
+    run.update(
+        e2e_seconds=seconds,
+        e2e_value=ctx.score(measure, res),
+        e2e_source=name,
+        e2e_n_warnings=n_warn,
+    )
 
 
 def _residual_rows(ctx, method, measure, cap, prior=None):
@@ -419,10 +539,12 @@ def _residual_rows(ctx, method, measure, cap, prior=None):
     final = prior
     hist = [] if prior is None else prior.history
     complete = prior is not None and not prior.converged
-    if not complete and any(first_hit(hist, e, "residual_estimate", whole=False) is None
-                            for e in s.eps):
-        final = _solve(ctx, method, measure, s.eps[-1], s.seeds[0], cap, stop="residual",
-                       track_residual=True)
+    if not complete and any(
+        first_hit(hist, e, "residual_estimate", whole=False) is None for e in s.eps
+    ):
+        final = _solve(
+            ctx, method, measure, s.eps[-1], s.seeds[0], cap, stop="residual", track_residual=True
+        )
         hist = final.history
     return [_residual_row(ctx, method, measure, e, hist, final) for e in s.eps]
 
@@ -448,16 +570,28 @@ def _residual_row(ctx, method, measure, e, hist, final):
     # the stop fired; the row converges only if the answer it kept meets the whole rule
     right = stopped and meets(h, e, "eta")
     return {
-        **ctx.base, "method": method + RESIDUAL_SUFFIX, "stop": "residual", "eps": e,
-        **measure_fields(measure), "n_seeds": 1, "n_converged": int(right),
-        "converged": right, "status": status_of(right, judged["reliable"], fired=stopped),
-        "effort": int(h["effort"]), "n_passes": h.get("n_passes"),
+        **ctx.base,
+        "method": method + RESIDUAL_SUFFIX,
+        "stop": "residual",
+        "eps": e,
+        **measure_fields(measure),
+        "n_seeds": 1,
+        "n_converged": int(right),
+        "converged": right,
+        "status": status_of(right, judged["reliable"], fired=stopped),
+        "effort": int(h["effort"]),
+        "n_passes": h.get("n_passes"),
         # the time the stop took, also when it fired on a wrong answer (the status says so)
-        "seconds": seconds, "value": true_eta, "value_worst": true_eta,
-        "best_value": true_eta, "resid_est": est, **judged,
+        "seconds": seconds,
+        "value": true_eta,
+        "value_worst": true_eta,
+        "best_value": true_eta,
+        "resid_est": est,
+        **judged,
         "note": _stop_note(stopped, right, note),
-        "history": _sweep(ctx, hist, ctx.settings.seeds[0], e, "eta",
-                          residual_estimate="residual_estimate"),
+        "history": _sweep(
+            ctx, hist, ctx.settings.seeds[0], e, "eta", residual_estimate="residual_estimate"
+        ),
     }
 
 
@@ -470,17 +604,24 @@ def _summarise(ctx, runs, method, eps, measure):
     values = [r["value"] for r in runs]
     merged = merge_verdicts(runs)
     row = {
-        "method": method, "stop": "reference", "eps": eps, **measure_fields(measure),
-        "n_seeds": len(runs), "n_converged": len(conv), "converged": ok,
+        "method": method,
+        "stop": "reference",
+        "eps": eps,
+        **measure_fields(measure),
+        "n_seeds": len(runs),
+        "n_converged": len(conv),
+        "converged": ok,
         "status": status_of(ok, merged["reliable"]),
         "effort": int(statistics.median(efforts)) if ok else max(efforts),
-        "effort_min": min(efforts), "effort_max": max(efforts),
+        "effort_min": min(efforts),
+        "effort_max": max(efforts),
         "n_passes": median([r.get("n_passes") for r in runs]),
         # A time is shown only when every seed reached eps: never time a miss as a hit.
         "seconds": median([r["seconds"] for r in runs]) if ok else None,
         "kernel_seconds": problem.kernel_seconds,
         "value": median(values) if ok else None,
-        "value_worst": max(values), "best_value": min(values),
+        "value_worst": max(values),
+        "best_value": min(values),
         "resid_est": median([r["resid_est"] for r in runs]),
         **merged,
         # every seed's sweep; taken off the runs (compare_runs keeps one line per seed)
@@ -513,26 +654,49 @@ def _paper_fields(key, eps, method):
     if method == PAPER_ASYM_ENTRY:
         return {"paper_seconds": seconds, "paper_speedup": paper_speedup(key, eps)}
     rsvd = paper_runtime(key, eps, "rsvd")
-    return {"paper_seconds": seconds,
-            "paper_speedup": rsvd / seconds if (seconds and rsvd) else None}
+    return {
+        "paper_seconds": seconds,
+        "paper_speedup": rsvd / seconds if (seconds and rsvd) else None,
+    }
 
 
 def na_rows(ctx, method, why):
     """The rows of an entry that does not apply to the problem: one per (measure, eps), with
     ``stop="n/a"``, no seeds and the reason in ``note``."""
     s = ctx.settings
-    return [{**ctx.base, "method": method, "stop": "n/a", "eps": e, **measure_fields(m),
-             "n_seeds": 0, "n_converged": 0, "converged": False, "status": None,
-             "effort": None, "n_passes": None, "seconds": None, "value": None,
-             "n_warnings": 0, "warnings": [], "reliable": None, "note": why, "history": []}
-            for m in s.measures for e in s.eps]
+    return [
+        {
+            **ctx.base,
+            "method": method,
+            "stop": "n/a",
+            "eps": e,
+            **measure_fields(m),
+            "n_seeds": 0,
+            "n_converged": 0,
+            "converged": False,
+            "status": None,
+            "effort": None,
+            "n_passes": None,
+            "seconds": None,
+            "value": None,
+            "n_warnings": 0,
+            "warnings": [],
+            "reliable": None,
+            "note": why,
+            "history": [],
+        }
+        for m in s.measures
+        for e in s.eps
+    ]
 
 
 def _e2e_fields(problem, method, runs, seconds):
     if solver_of(method)[0] in LAZY_E2E and problem.has_lazy_source:
         timed = [r for r in runs if r.get("e2e_seconds") is not None]
-        return {"e2e_seconds": median([r["e2e_seconds"] for r in timed]),
-                "e2e_source": timed[0]["e2e_source"] if timed else None}
+        return {
+            "e2e_seconds": median([r["e2e_seconds"] for r in timed]),
+            "e2e_source": timed[0]["e2e_source"] if timed else None,
+        }
     if problem.kernel_seconds is not None:
         return {"e2e_seconds": seconds + problem.kernel_seconds, "e2e_source": "dense G"}
     return {"e2e_seconds": seconds, "e2e_source": "dense G (given)"}
@@ -569,39 +733,64 @@ def structured_rows(ctx):
     rows = []
     for m in s.measures:
         values = [ctx.score(m, r) for r in results]
-        est = (residual_estimate(ctx.res_src, res, weights=m, rank=s.rank)
-               if is_eta(m) else None)
+        est = residual_estimate(ctx.res_src, res, weights=m, rank=s.rank) if is_eta(m) else None
         for e in s.eps:
             met = [meets({**j, "value": v}, e) for j, v in zip(judged, values, strict=True)]
             ok = all(met)
             merged = merge_verdicts(judged)
-            history = [sweep_point(ctx, seed, effort=r.info.get("effort"), seconds=t,
-                                   passes=_passes(r), value=v, judged=j,
-                                   status=status_of(hit, j["reliable"]))
-                       for seed, r, t, v, j, hit in zip(s.seeds, results, solves, values,
-                                                        judged, met, strict=False)]
-            rows.append({
-                **ctx.base, "method": STRUCTURED_NAME, "stop": "exact", "eps": e,
-                **measure_fields(m), "n_seeds": len(results), **merged,
-                "n_converged": sum(met), "converged": ok,
-                "status": status_of(ok, merged["reliable"]), "history": history,
-                "effort": res.info.get("effort"), "n_passes": _passes(res),
-                "seconds": median(solves) if ok else None,
-                "kernel_seconds": median(builds),
-                "e2e_seconds": (median([b + t for b, t in zip(builds, solves, strict=True)])
-                                if ok else None),
-                "e2e_source": "StructuredKernelSource",
-                "value": median(values), "value_worst": max(values),
-                "best_value": min(values), "resid_est": est,
-                "note": "exact: structured operator build + ARPACK (tol=0), end to end",
-            })
+            history = [
+                sweep_point(
+                    ctx,
+                    seed,
+                    effort=r.info.get("effort"),
+                    seconds=t,
+                    passes=_passes(r),
+                    value=v,
+                    judged=j,
+                    status=status_of(hit, j["reliable"]),
+                )
+                for seed, r, t, v, j, hit in zip(
+                    s.seeds, results, solves, values, judged, met, strict=False
+                )
+            ]
+            rows.append(
+                {
+                    **ctx.base,
+                    "method": STRUCTURED_NAME,
+                    "stop": "exact",
+                    "eps": e,
+                    **measure_fields(m),
+                    "n_seeds": len(results),
+                    **merged,
+                    "n_converged": sum(met),
+                    "converged": ok,
+                    "status": status_of(ok, merged["reliable"]),
+                    "history": history,
+                    "effort": res.info.get("effort"),
+                    "n_passes": _passes(res),
+                    "seconds": median(solves) if ok else None,
+                    "kernel_seconds": median(builds),
+                    "e2e_seconds": (
+                        median([b + t for b, t in zip(builds, solves, strict=True)]) if ok else None
+                    ),
+                    "e2e_source": "StructuredKernelSource",
+                    "value": median(values),
+                    "value_worst": max(values),
+                    "best_value": min(values),
+                    "resid_est": est,
+                    "note": "exact: structured operator build + ARPACK (tol=0), end to end",
+                }
+            )
     return rows
 
 
 def add_speedups(rows):
     """speedup_vs_rsvd = RSVD's time / this row's time, within the same (eps, measure)."""
-    rsvd = {(r["eps"], r["measure"], r["weights"]): r["seconds"] for r in rows
-            if r["method"] == "rsvd" and r["stop"] == "reference"}
+    rsvd = {
+        (r["eps"], r["measure"], r["weights"]): r["seconds"]
+        for r in rows
+        if r["method"] == "rsvd" and r["stop"] == "reference"
+    }
     for r in rows:
         if r["stop"] in ("residual", "n/a"):
             continue

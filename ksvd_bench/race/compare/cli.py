@@ -63,95 +63,176 @@ def _effort_cap(text):
         return positive_int(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
-            f"expected a positive integer, 'auto' or 'none', got {text!r}") from None
-
+            f"expected a positive integer, 'auto' or 'none', got {text!r}"
+        ) from None
 
 
 def add_compare(sub):
     """Add ``compare``: race every solver to each tolerance (the paper's runtime tables)."""
     c = sub.add_parser(
-        "compare", help="race every solver to eps (the paper's runtime tables)",
+        "compare",
+        help="race every solver to eps (the paper's runtime tables)",
         description="Drive every solver to each tolerance under each accuracy measure on each "
-                    "problem, and end with the headline: per problem, measure and tolerance, "
-                    "the fastest solver whose whole answer is right, its time and its speedup "
-                    "over RSVD. Writes report.html (headline, time-to-accuracy curves, "
-                    "failures, the run's record), JSON and CSV under --out; --table also "
-                    "prints the full tables. The default race is the strict measures (eta "
-                    "with uniform weights, lowrank) at 0.1 and 0.01 with 3 seeds; --full runs "
-                    "every measure with 5 seeds.")
-    c.add_argument("--dataset", nargs="+", default=None, choices=DATASETS,
-                   help="problem(s) (default: cora, unless --data, --points or --matrix "
-                        "names your own); rare-clusters: two point sets from 20 "
-                        "clusters, 6 of them rare (issue 15; uncentred SNE, shape --size, "
-                        "default 6000 6000), where asym_nystrom_rpcholesky applies")
-    c.add_argument("--eps", nargs="+", type=positive_float, default=list(DEFAULT_EPS),
-                   help="tolerance(s) (default: 0.1 0.01)")
-    c.add_argument("--measures", dest="weights", nargs="+", default=None, choices=MEASURES,
-                   help="accuracy measure(s), one row-group each: eta under a weighting "
-                        "(singular_values is the paper's, uniform the strict one) or lowrank, "
-                        "||G - U U^T G||_F <= (1 + eps) ||G - G_r||_F (gap-robust) "
-                        f"(default: {' '.join(DEFAULT_MEASURES)}; with --full all four). "
-                        "Every measure also asks the singular values and triplets to meet "
-                        "eps, and a reliable answer")
+        "problem, and end with the headline: per problem, measure and tolerance, "
+        "the fastest solver whose whole answer is right, its time and its speedup "
+        "over RSVD. Writes report.html (headline, time-to-accuracy curves, "
+        "failures, the run's record), JSON and CSV under --out; --table also "
+        "prints the full tables. The default race is the strict measures (eta "
+        "with uniform weights, lowrank) at 0.1 and 0.01 with 3 seeds; --full runs "
+        "every measure with 5 seeds.",
+    )
+    c.add_argument(
+        "--dataset",
+        nargs="+",
+        default=None,
+        choices=DATASETS,
+        help="problem(s) (default: cora, unless --data, --points or --matrix "
+        "names your own); rare-clusters: two point sets from 20 "
+        "clusters, 6 of them rare (issue 15; uncentred SNE, shape --size, "
+        "default 6000 6000), where asym_nystrom_rpcholesky applies",
+    )
+    c.add_argument(
+        "--eps",
+        nargs="+",
+        type=positive_float,
+        default=list(DEFAULT_EPS),
+        help="tolerance(s) (default: 0.1 0.01)",
+    )
+    c.add_argument(
+        "--measures",
+        dest="weights",
+        nargs="+",
+        default=None,
+        choices=MEASURES,
+        help="accuracy measure(s), one row-group each: eta under a weighting "
+        "(singular_values is the paper's, uniform the strict one) or lowrank, "
+        "||G - U U^T G||_F <= (1 + eps) ||G - G_r||_F (gap-robust) "
+        f"(default: {' '.join(DEFAULT_MEASURES)}; with --full all four). "
+        "Every measure also asks the singular values and triplets to meet "
+        "eps, and a reliable answer",
+    )
     add_weights_alias(c, nargs="+")
-    c.add_argument("--seeds", type=positive_int, default=None,
-                   help="seeds per solver; times are medians over seeds (default: "
-                        f"{DEFAULT_SEEDS}; with --full {FULL_SEEDS})")
-    c.add_argument("--full", action="store_true",
-                   help=f"the full grid: every measure ({' '.join(FULL_MEASURES)}) with "
-                        f"{FULL_SEEDS} seeds (--measures and --seeds still override it)")
-    c.add_argument("--table", action="store_true",
-                   help="also print the full tables (one per problem and eps; they are in "
-                        "the files either way)")
-    c.add_argument("--methods", nargs="+", default=None,
-                   choices=METHODS + tuple(VARIANTS),
-                   help="solvers to race (default: all, plus the asym Nystrom entries: "
-                        "asym_nystrom_paper (the paper's core, no check), asym_nystrom_norm, "
-                        "_arp, _rpcholesky (point problems only, n/a elsewhere) and _aca "
-                        "sampling; asym_nystrom is the stable core + one check pass)")
-    c.add_argument("--max-effort", type=_effort_cap, default="auto",
-                   help="cap on every method's effort: an int, 'auto' (Nystrom m <= min(N,M)/4,"
-                        " RSVD p <= min(min(N,M)/4, 10 r), block Krylov basis <= min(N,M)/4) "
-                        "or 'none' (the driver's caps, up to m = min(N,M)) (default: auto)")
-    c.add_argument("--sweep-limit", type=positive_float, default=None,
-                   help="wall-clock seconds one effort sweep may take before it stops "
-                        "growing the effort; such runs are reported not converged "
-                        f"(default: {DEFAULT_SWEEP_LIMIT:g}; with --full {FULL_SWEEP_LIMIT:g})")
-    c.add_argument("--budget", type=positive_float, default=3.0,
-                   help="seconds per (problem, method, measure) after which further seeds "
-                        "are skipped (default: %(default)s)")
-    c.add_argument("--repeats", type=positive_int, default=1,
-                   help="timings per found effort, median (default: 1)")
-    c.add_argument("--no-structured", action="store_true",
-                   help="skip the exact 'tsvd (structured)' rows")
-    c.add_argument("--no-residual", action="store_true",
-                   help="skip the residual estimates and the residual-stopped rows")
-    c.add_argument("--wide", action="store_true",
-                   help="print the tables with every column (effort range, kernel time, worst "
-                        "and best value, residual estimate, paper seconds); implies --table")
+    c.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=None,
+        help="seeds per solver; times are medians over seeds (default: "
+        f"{DEFAULT_SEEDS}; with --full {FULL_SEEDS})",
+    )
+    c.add_argument(
+        "--full",
+        action="store_true",
+        help=f"the full grid: every measure ({' '.join(FULL_MEASURES)}) with "
+        f"{FULL_SEEDS} seeds (--measures and --seeds still override it)",
+    )
+    c.add_argument(
+        "--table",
+        action="store_true",
+        help="also print the full tables (one per problem and eps; they are in "
+        "the files either way)",
+    )
+    c.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        choices=METHODS + tuple(VARIANTS),
+        help="solvers to race (default: all, plus the asym Nystrom entries: "
+        "asym_nystrom_paper (the paper's core, no check), asym_nystrom_norm, "
+        "_arp, _rpcholesky (point problems only, n/a elsewhere) and _aca "
+        "sampling; asym_nystrom is the stable core + one check pass)",
+    )
+    c.add_argument(
+        "--max-effort",
+        type=_effort_cap,
+        default="auto",
+        help="cap on every method's effort: an int, 'auto' (Nystrom m <= min(N,M)/4,"
+        " RSVD p <= min(min(N,M)/4, 10 r), block Krylov basis <= min(N,M)/4) "
+        "or 'none' (the driver's caps, up to m = min(N,M)) (default: auto)",
+    )
+    c.add_argument(
+        "--sweep-limit",
+        type=positive_float,
+        default=None,
+        help="wall-clock seconds one effort sweep may take before it stops "
+        "growing the effort; such runs are reported not converged "
+        f"(default: {DEFAULT_SWEEP_LIMIT:g}; with --full {FULL_SWEEP_LIMIT:g})",
+    )
+    c.add_argument(
+        "--budget",
+        type=positive_float,
+        default=3.0,
+        help="seconds per (problem, method, measure) after which further seeds "
+        "are skipped (default: %(default)s)",
+    )
+    c.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=1,
+        help="timings per found effort, median (default: 1)",
+    )
+    c.add_argument(
+        "--no-structured", action="store_true", help="skip the exact 'tsvd (structured)' rows"
+    )
+    c.add_argument(
+        "--no-residual",
+        action="store_true",
+        help="skip the residual estimates and the residual-stopped rows",
+    )
+    c.add_argument(
+        "--wide",
+        action="store_true",
+        help="print the tables with every column (effort range, kernel time, worst "
+        "and best value, residual estimate, paper seconds); implies --table",
+    )
     g = c.add_argument_group("shaped problems (--dataset synthetic or rare-clusters only)")
-    g.add_argument("--size", nargs=2, type=positive_int, metavar=("N", "M"), default=None,
-                   help="shape of synthetic (default: {} {}) or rare-clusters (default: {} "
-                        "{}; each >= its 20 clusters)".format(*DEFAULT_SHAPES["synthetic"],
-                                                               *DEFAULT_SHAPES["rare-clusters"]))
-    g.add_argument("--planted-rank", type=positive_int, default=None,
-                   help="number of planted singular triplets (default: max(--rank, 20), at "
-                        "most min(N, M))")
-    g.add_argument("--decay", default=None, choices=("exponential", "polynomial", "flat"),
-                   help="singular-value decay")
-    g.add_argument("--coherence", type=unit_interval, default=None,
-                   help="coherence in [0, 1] of the singular vectors")
-    g.add_argument("--noise", type=nonnegative_float, default=None,
-                   help="noise level (>= 0)")
-    c.add_argument("--cache-dir", default=None,
-                   help="reference-SVD cache (default: <out>/reference_cache)")
+    g.add_argument(
+        "--size",
+        nargs=2,
+        type=positive_int,
+        metavar=("N", "M"),
+        default=None,
+        help="shape of synthetic (default: {} {}) or rare-clusters (default: {} "
+        "{}; each >= its 20 clusters)".format(
+            *DEFAULT_SHAPES["synthetic"], *DEFAULT_SHAPES["rare-clusters"]
+        ),
+    )
+    g.add_argument(
+        "--planted-rank",
+        type=positive_int,
+        default=None,
+        help="number of planted singular triplets (default: max(--rank, 20), at most min(N, M))",
+    )
+    g.add_argument(
+        "--decay",
+        default=None,
+        choices=("exponential", "polynomial", "flat"),
+        help="singular-value decay",
+    )
+    g.add_argument(
+        "--coherence",
+        type=unit_interval,
+        default=None,
+        help="coherence in [0, 1] of the singular vectors",
+    )
+    g.add_argument("--noise", type=nonnegative_float, default=None, help="noise level (>= 0)")
+    c.add_argument(
+        "--cache-dir", default=None, help="reference-SVD cache (default: <out>/reference_cache)"
+    )
     r = c.add_argument_group("the record behind the README's race tables")
-    r.add_argument("--record", default=None, metavar="FILE",
-                   help="also keep this run's rows, machine, load averages and command line "
-                        "in FILE (the repository keeps benchmarks/recorded/race_cora.json)")
-    r.add_argument("--readme-table", default=None, metavar="FILE",
-                   help="print the README's race tables (Markdown) rendered from a record or "
-                        "a compare.json, and exit without racing")
+    r.add_argument(
+        "--record",
+        default=None,
+        metavar="FILE",
+        help="also keep this run's rows, machine, load averages and command line "
+        "in FILE (the repository keeps benchmarks/recorded/race_cora.json)",
+    )
+    r.add_argument(
+        "--readme-table",
+        default=None,
+        metavar="FILE",
+        help="print the README's race tables (Markdown) rendered from a record or "
+        "a compare.json, and exit without racing",
+    )
     add_kernel_arguments(c)
     add_problem_arguments(c)
     add_run_arguments(c, out_default="results")
@@ -206,8 +287,11 @@ def check_compare(args, parser):
     given = [f for f in _SYNTHETIC_FLAGS if getattr(args, f) is not None]
     flag = "--" + given[0].replace("_", "-") if given else None
     if given and "synthetic" not in args.dataset:
-        fail(parser, flag, f"applies to --dataset synthetic only, got --dataset "
-                            f"{' '.join(args.dataset)}")
+        fail(
+            parser,
+            flag,
+            f"applies to --dataset synthetic only, got --dataset {' '.join(args.dataset)}",
+        )
     if given and (len(args.dataset) > 1 or _own_files(args)):
         fail(parser, flag, "applies when --dataset synthetic is the only dataset")
     if args.size is not None:
@@ -217,8 +301,11 @@ def check_compare(args, parser):
     if "synthetic" in args.dataset and args.planted_rank is not None:
         n = min(_synthetic_shape(args))
         if args.planted_rank > n:
-            fail(parser, "--planted-rank", f"must be at most min(N, M) = {n} of --size, "
-                                            f"got {args.planted_rank}")
+            fail(
+                parser,
+                "--planted-rank",
+                f"must be at most min(N, M) = {n} of --size, got {args.planted_rank}",
+            )
     check_out(args, parser)
 
 
@@ -229,12 +316,20 @@ def _own_files(args):
 def _check_size(args, parser):
     """``--size`` shapes the one shaped dataset asked for (rare-clusters: >= 20 clusters)."""
     if len(args.dataset) != 1 or args.dataset[0] not in SHAPED_DATASETS or _own_files(args):
-        fail(parser, "--size", f"applies when the only dataset is one of "
-                                f"{', '.join(SHAPED_DATASETS)}, got --dataset "
-                                f"{' '.join(args.dataset)}")
+        fail(
+            parser,
+            "--size",
+            f"applies when the only dataset is one of "
+            f"{', '.join(SHAPED_DATASETS)}, got --dataset "
+            f"{' '.join(args.dataset)}",
+        )
     if args.dataset[0] == "rare-clusters" and min(args.size) < 20:
-        fail(parser, "--size", f"N and M of rare-clusters must each be >= its 20 clusters, "
-                                f"got {args.size[0]} {args.size[1]}")
+        fail(
+            parser,
+            "--size",
+            f"N and M of rare-clusters must each be >= its 20 clusters, "
+            f"got {args.size[0]} {args.size[1]}",
+        )
 
 
 def _problem_options(args):
@@ -242,8 +337,11 @@ def _problem_options(args):
         return {"shape": tuple(args.size)}
     if "synthetic" not in args.dataset:
         return None
-    synth = {k: v for k, v in (("decay", args.decay), ("coherence", args.coherence),
-                               ("noise", args.noise)) if v is not None}
+    synth = {
+        k: v
+        for k, v in (("decay", args.decay), ("coherence", args.coherence), ("noise", args.noise))
+        if v is not None
+    }
     synth["rank"] = _planted_rank(args)
     return {"shape": _synthetic_shape(args), "synthetic_options": synth}
 
@@ -262,8 +360,9 @@ def _distinct_warnings(caught, width=TEXT_WIDTH, most=12):
         lines.append(text if len(text) <= width else text[: width - 3] + "...")
     if len(lines) > most:
         more = len(lines) - (most - 1)
-        lines = lines[: most - 1] + [f"... {more} more distinct warning messages (in the JSON "
-                                     f"and the report)"]
+        lines = lines[: most - 1] + [
+            f"... {more} more distinct warning messages (in the JSON and the report)"
+        ]
     return lines
 
 
@@ -309,11 +408,25 @@ def run_compare_command(args):
 
 def _run(args, run_compare, own):
     return run_compare(
-        [*args.dataset, *own], kernel=args.kernel, rank=args.rank, eps=args.eps,
+        [*args.dataset, *own],
+        kernel=args.kernel,
+        rank=args.rank,
+        eps=args.eps,
         weights=args.weights,
-        seeds=args.seeds, center=args.center, methods=args.methods,
-        structured=not args.no_structured, residual=not args.no_residual,
-        max_effort=args.max_effort, budget_seconds=args.budget, repeats=args.repeats,
-        sweep_limit=args.sweep_limit, threads=args.threads, random_state=args.seed,
-        problem_options=_problem_options(args), cache_dir=args.cache_dir, out=args.out,
-        progress=not args.no_progress, command_line=getattr(args, "command_line", None))
+        seeds=args.seeds,
+        center=args.center,
+        methods=args.methods,
+        structured=not args.no_structured,
+        residual=not args.no_residual,
+        max_effort=args.max_effort,
+        budget_seconds=args.budget,
+        repeats=args.repeats,
+        sweep_limit=args.sweep_limit,
+        threads=args.threads,
+        random_state=args.seed,
+        problem_options=_problem_options(args),
+        cache_dir=args.cache_dir,
+        out=args.out,
+        progress=not args.no_progress,
+        command_line=getattr(args, "command_line", None),
+    )

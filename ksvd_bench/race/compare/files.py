@@ -23,8 +23,15 @@ from ksvd_bench.race.common import (
     ratio_text,
 )
 
-__all__ = ["ROW_FIELDS", "CSV_ROW_FIELDS", "RUN_FIELDS", "write_compare_files", "write_record",
-           "load_record", "readme_table"]
+__all__ = [
+    "ROW_FIELDS",
+    "CSV_ROW_FIELDS",
+    "RUN_FIELDS",
+    "write_compare_files",
+    "write_record",
+    "load_record",
+    "readme_table",
+]
 
 #: fields of every summary row (CSV column order; ``history`` is in the JSON only). ``value``
 #: is the measure reached: eta (``measure="eta"``, under ``weights``) or the low-rank excess
@@ -38,20 +45,66 @@ __all__ = ["ROW_FIELDS", "CSV_ROW_FIELDS", "RUN_FIELDS", "write_compare_files", 
 #: ``seed``, ``effort``, ``seconds``, ``passes``, ``entries_read``, ``value``, ``sv_error``,
 #: ``triplet_residual``, ``status``; the residual rows add ``residual_estimate``).
 ROW_FIELDS = (
-    "dataset", "shape", "kernel", "eps", "measure", "weights", "method", "stop", "n_seeds",
-    "n_converged", "converged", "status", "effort_param", "effort", "effort_min", "effort_max",
-    "n_passes", "seconds", "kernel_seconds", "e2e_seconds", "e2e_source", "value",
-    "value_worst", "best_value", "resid_est", "value_ok", "sv_error", "triplet_residual",
-    "n_warnings", "reliable", "speedup_vs_rsvd", "paper_seconds", "paper_speedup", "note",
-    "warnings", "history",
+    "dataset",
+    "shape",
+    "kernel",
+    "eps",
+    "measure",
+    "weights",
+    "method",
+    "stop",
+    "n_seeds",
+    "n_converged",
+    "converged",
+    "status",
+    "effort_param",
+    "effort",
+    "effort_min",
+    "effort_max",
+    "n_passes",
+    "seconds",
+    "kernel_seconds",
+    "e2e_seconds",
+    "e2e_source",
+    "value",
+    "value_worst",
+    "best_value",
+    "resid_est",
+    "value_ok",
+    "sv_error",
+    "triplet_residual",
+    "n_warnings",
+    "reliable",
+    "speedup_vs_rsvd",
+    "paper_seconds",
+    "paper_speedup",
+    "note",
+    "warnings",
+    "history",
 )
 #: the columns of ``compare.csv`` (the sweeps stay in the JSON)
 CSV_ROW_FIELDS = tuple(f for f in ROW_FIELDS if f != "history")
 #: per-seed run fields
 RUN_FIELDS = (
-    "dataset", "eps", "measure", "weights", "method", "stop", "seed", "effort", "n_passes",
-    "value", "seconds", "converged", "status", "resid_est", "n_steps", "e2e_seconds", "e2e_value",
-    "e2e_n_warnings", *VERDICT_FIELDS,
+    "dataset",
+    "eps",
+    "measure",
+    "weights",
+    "method",
+    "stop",
+    "seed",
+    "effort",
+    "n_passes",
+    "value",
+    "seconds",
+    "converged",
+    "status",
+    "resid_est",
+    "n_steps",
+    "e2e_seconds",
+    "e2e_value",
+    "e2e_n_warnings",
+    *VERDICT_FIELDS,
 )
 
 #: what a record must hold to be rendered
@@ -72,12 +125,17 @@ def write_compare_files(result, out):
 
     out = Path(out)
     return {
-        "json": str(write_json(out / "compare.json",
-                               {"meta": result.meta, "rows": result.rows, "runs": result.runs})),
+        "json": str(
+            write_json(
+                out / "compare.json",
+                {"meta": result.meta, "rows": result.rows, "runs": result.runs},
+            )
+        ),
         "csv": str(write_csv(out / "compare.csv", result.rows, list(CSV_ROW_FIELDS))),
         "runs_csv": str(write_csv(out / "compare_runs.csv", result.runs, list(RUN_FIELDS))),
-        "report": str(write_report(out, rows=result.rows, meta=result.meta,
-                                   title="ksvd-bench compare")),
+        "report": str(
+            write_report(out, rows=result.rows, meta=result.meta, title="ksvd-bench compare")
+        ),
     }
 
 
@@ -134,15 +192,22 @@ def _provenance(payload):
     machine = meta.get("machine", {})
     load = meta.get("load_average") or {}
     before, after = load.get("before"), load.get("after")
-    loads = ("unknown" if not before else
-             f"{before[0]:.1f} before, {after[0]:.1f} after" if after else f"{before[0]:.1f}")
+    loads = (
+        "unknown"
+        if not before
+        else f"{before[0]:.1f} before, {after[0]:.1f} after"
+        if after
+        else f"{before[0]:.1f}"
+    )
     command = meta.get("command_line") or "ksvd-bench compare (library call)"
     when = payload.get("recorded_at") or meta.get("finished_at") or "unknown date"
-    return (f"Recorded {when} on {machine.get('processor', '?')} "
-            f"({machine.get('cpu_count', '?')} CPUs, {machine.get('platform', '?')}), "
-            f"threads={meta.get('threads')}, 1-minute load {loads}; up to "
-            f"{meta.get('n_seeds')} seeds per cell (fewer where its "
-            f"{meta.get('budget_seconds')} s budget ran out). Regenerate: `{command}`.")
+    return (
+        f"Recorded {when} on {machine.get('processor', '?')} "
+        f"({machine.get('cpu_count', '?')} CPUs, {machine.get('platform', '?')}), "
+        f"threads={meta.get('threads')}, 1-minute load {loads}; up to "
+        f"{meta.get('n_seeds')} seeds per cell (fewer where its "
+        f"{meta.get('budget_seconds')} s budget ran out). Regenerate: `{command}`."
+    )
 
 
 def readme_table(payload, *, datasets=None):
@@ -171,23 +236,42 @@ def readme_table(payload, *, datasets=None):
     blocks = [_provenance(payload)]
     for dataset in datasets or meta["datasets"]:
         for e in meta["eps"]:
-            sel = [r for r in rows if r["dataset"] == dataset and r["eps"] == e
-                   and not r["method"].endswith(RESIDUAL_SUFFIX)]
+            sel = [
+                r
+                for r in rows
+                if r["dataset"] == dataset
+                and r["eps"] == e
+                and not r["method"].endswith(RESIDUAL_SUFFIX)
+            ]
             if not sel:
                 continue
             shape = "x".join(str(n) for n in sel[0]["shape"])
-            vacuous = [m for m, b in meta.get("reference", {}).get(dataset, {})
-                       .get("value_max", {}).items() if b <= e]
+            vacuous = [
+                m
+                for m, b in meta.get("reference", {}).get(dataset, {}).get("value_max", {}).items()
+                if b <= e
+            ]
             head = [f"**{dataset} {shape}, r = {meta['rank']}, eps = {e:g}**"]
             if vacuous:
                 head.append(f"(vacuous at this eps, any answer meets it: {', '.join(vacuous)})")
-            lines = [" ".join(head), "",
-                     "| method | " + " | ".join(measures) + " |",
-                     "|---" * (len(measures) + 1) + "|"]
+            lines = [
+                " ".join(head),
+                "",
+                "| method | " + " | ".join(measures) + " |",
+                "|---" * (len(measures) + 1) + "|",
+            ]
             for method in methods:
-                cells = [next((r for r in sel if r["method"] == method
-                               and (r["weights"] or r["measure"]) == m), None)
-                         for m in measures]
+                cells = [
+                    next(
+                        (
+                            r
+                            for r in sel
+                            if r["method"] == method and (r["weights"] or r["measure"]) == m
+                        ),
+                        None,
+                    )
+                    for m in measures
+                ]
                 if any(c is not None for c in cells):
                     lines.append(f"| {method} | " + " | ".join(_cell(c) for c in cells) + " |")
             blocks.append("\n".join(lines))

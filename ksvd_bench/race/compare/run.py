@@ -87,10 +87,12 @@ class CompareResult:
     def __repr__(self):
         m = self.meta
         n_conv = sum(bool(r["converged"]) for r in self.rows)
-        return (f"CompareResult(datasets={m.get('datasets')}, eps={m.get('eps')}, "
-                f"measures={m.get('measures')}, rows={len(self.rows)} ({n_conv} converged), "
-                f"runs={len(self.runs)}, threads={m.get('threads')}, "
-                f"paths={sorted(self.paths)})")
+        return (
+            f"CompareResult(datasets={m.get('datasets')}, eps={m.get('eps')}, "
+            f"measures={m.get('measures')}, rows={len(self.rows)} ({n_conv} converged), "
+            f"runs={len(self.runs)}, threads={m.get('threads')}, "
+            f"paths={sorted(self.paths)})"
+        )
 
     def table(self, *, wide=False):
         """The terminal table (see :func:`format_compare`)."""
@@ -107,8 +109,13 @@ def _load_problem(item, s, bar):
     if isinstance(item, Problem):
         return item
     bar.set_postfix_str(f"{item}: kernel")
-    return build_problem(item, kernel=s.kernel, center=s.center, random_state=s.random_state,
-                         **(s.problem_options or {}))
+    return build_problem(
+        item,
+        kernel=s.kernel,
+        center=s.center,
+        random_state=s.random_state,
+        **(s.problem_options or {}),
+    )
 
 
 def _reference(problem, s, bar):
@@ -121,21 +128,31 @@ def _reference(problem, s, bar):
     if problem.is_lazy:  # G is never formed: block Krylov (problems.krylov_reference)
         reference = problem.lazy_reference(s.rank, cache_dir=s.cache_dir)
     else:
-        reference = reference_svd(exact_operator(problem), s.rank, cache_dir=s.cache_dir,
-                                  key=problem.definition, cluster_rtol=CLUSTER_RTOL)
+        reference = reference_svd(
+            exact_operator(problem),
+            s.rank,
+            cache_dir=s.cache_dir,
+            key=problem.definition,
+            cluster_rtol=CLUSTER_RTOL,
+        )
     seconds = time.perf_counter() - t0
     ref_s = np.asarray(reference.s, dtype=float)
     norm_fro = problem.norm_fro()
-    info = {"seconds_not_charged": seconds, "method": reference.info.get("method"),
-            "s": ref_s[:s.rank].tolist(),
-            "n_triplets": int(ref_s.size), "norm_fro": norm_fro,
-            "cached": bool(reference.info.get("cached", False)),
-            # Largest value any answer can score (e.g. every vector orthogonal): a
-            # tolerance at or above it is met by anything.
-            "value_max": {m: measure_bound(m, ref_s, norm_fro, s.rank) for m in s.measures}}
+    info = {
+        "seconds_not_charged": seconds,
+        "method": reference.info.get("method"),
+        "s": ref_s[: s.rank].tolist(),
+        "n_triplets": int(ref_s.size),
+        "norm_fro": norm_fro,
+        "cached": bool(reference.info.get("cached", False)),
+        # Largest value any answer can score (e.g. every vector orthogonal): a
+        # tolerance at or above it is met by anything.
+        "value_max": {m: measure_bound(m, ref_s, norm_fro, s.rank) for m in s.measures},
+    }
     if problem.reference_note is not None:
-        info.update(note=problem.reference_note,
-                    estimated_error=reference.info.get("estimated_error"))
+        info.update(
+            note=problem.reference_note, estimated_error=reference.info.get("estimated_error")
+        )
     return reference, info
 
 
@@ -186,11 +203,17 @@ def _race_problem(problem, s, bar):
     # gives them cheaply where it applies, the dense matrix elsewhere.
     res_src = exact_operator(problem)
     ref_info["warm_up_warnings"] = warm_up(problem, s.rank, s.methods)
-    ctx = Context(problem=problem, G=G, reference=reference, res_src=res_src,
-                   score=Scorer(G, res_src, reference, s.rank),
-                   base={"dataset": problem.name, "shape": list(G.shape),
-                         "kernel": problem.kernel},
-                   paper_key=_paper_key(problem.name, s), settings=s, bar=bar)
+    ctx = Context(
+        problem=problem,
+        G=G,
+        reference=reference,
+        res_src=res_src,
+        score=Scorer(G, res_src, reference, s.rank),
+        base={"dataset": problem.name, "shape": list(G.shape), "kernel": problem.kernel},
+        paper_key=_paper_key(problem.name, s),
+        settings=s,
+        bar=bar,
+    )
     rows, runs, caps, stage_seconds = [], [], {}, {}
     for method in s.methods:
         t0 = time.perf_counter()
@@ -233,29 +256,42 @@ def _load_average():
 def _compare_meta(s, names, ref_info, caps, stage_seconds, machine, load, command_line):
     """The record of a run: settings, seeds, threads used, references, machine, load."""
     return {
-        "command": "compare", "command_line": command_line, "datasets": names,
-        "kernel": s.kernel, "rank": s.rank,
-        "eps": list(s.eps), "measures": list(s.measures), "paper_weights": PAPER_WEIGHTS,
-        "methods": list(s.methods), "center": s.center, "n_seeds": len(s.seeds),
+        "command": "compare",
+        "command_line": command_line,
+        "datasets": names,
+        "kernel": s.kernel,
+        "rank": s.rank,
+        "eps": list(s.eps),
+        "measures": list(s.measures),
+        "paper_weights": PAPER_WEIGHTS,
+        "methods": list(s.methods),
+        "center": s.center,
+        "n_seeds": len(s.seeds),
         # what each entry runs, asym Nystrom's core and check spelled out (the paper's
         # method is asym_nystrom_paper; asym_nystrom is the solvers' stable default)
         "method_options": {m: entry_options(m) for m in s.methods},
-        "seeds": list(s.seeds), "random_state": s.random_state,
-        "budget_seconds": s.budget_seconds, "sweep_limit": s.sweep_limit, "max_effort": caps,
+        "seeds": list(s.seeds),
+        "random_state": s.random_state,
+        "budget_seconds": s.budget_seconds,
+        "sweep_limit": s.sweep_limit,
+        "max_effort": caps,
         "repeats": s.repeats,
         # The counts in force while the solvers ran (machine_info is taken inside the limits).
         "threads": machine["numba_threads"],
         "blas_threads": [b.get("num_threads") for b in machine["blas"]],
-        "dtype": "float64", "reference": ref_info, "wall_seconds_per_method": stage_seconds,
-        "timing": ("seconds: solve at the found effort (driver, median over repeats), median "
-                   "over seeds; JIT warm-up excluded; reference not charged; e2e: kernel + "
-                   "solve for dense methods, lazy source + solve for Nystrom-type methods"),
+        "dtype": "float64",
+        "reference": ref_info,
+        "wall_seconds_per_method": stage_seconds,
+        "timing": (
+            "seconds: solve at the found effort (driver, median over repeats), median "
+            "over seeds; JIT warm-up excluded; reference not charged; e2e: kernel + "
+            "solve for dense methods, lazy source + solve for Nystrom-type methods"
+        ),
         "machine": machine,
         # 1-, 5- and 15-minute load averages before and after the race: timings on a loaded
         # machine are slower and noisier, so the record says how loaded it was
         "load_average": load,
-        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"),
+        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
 
 
@@ -377,12 +413,25 @@ def run_compare(
     datasets = check_datasets(datasets)
     if cache_dir is None and out is not None:
         cache_dir = Path(out) / "reference_cache"
-    s = check_settings(kernel=kernel, rank=rank, eps=eps, weights=weights, seeds=seeds,
-                        center=center, methods=methods, structured=structured,
-                        residual=residual, max_effort=max_effort,
-                        budget_seconds=budget_seconds, sweep_limit=sweep_limit,
-                        repeats=repeats, threads=threads, random_state=random_state,
-                        problem_options=problem_options, cache_dir=cache_dir)
+    s = check_settings(
+        kernel=kernel,
+        rank=rank,
+        eps=eps,
+        weights=weights,
+        seeds=seeds,
+        center=center,
+        methods=methods,
+        structured=structured,
+        residual=residual,
+        max_effort=max_effort,
+        budget_seconds=budget_seconds,
+        sweep_limit=sweep_limit,
+        repeats=repeats,
+        threads=threads,
+        random_state=random_state,
+        problem_options=problem_options,
+        cache_dir=cache_dir,
+    )
     check_rank_fits(datasets, s.rank, problem_options)
     if out is not None:  # found now, not after minutes of work
         out = check_out_dir(out, "out")
@@ -397,16 +446,23 @@ def run_compare(
         machine = machine_info()
         for item in datasets:
             problem = _load_problem(item, s, bar)
-            p_rows, p_runs, ref_info[problem.name], caps[problem.name], \
-                stage_seconds[problem.name] = _race_problem(problem, s, bar)
+            (
+                p_rows,
+                p_runs,
+                ref_info[problem.name],
+                caps[problem.name],
+                stage_seconds[problem.name],
+            ) = _race_problem(problem, s, bar)
             rows += p_rows
             runs += p_runs
             del problem  # a dense G per problem: let it go before the next one is built
 
     load["after"] = _load_average()
-    result = CompareResult(rows=_finalise_rows(rows), runs=runs,
-                           meta=_compare_meta(s, names, ref_info, caps, stage_seconds, machine,
-                                              load, command_line))
+    result = CompareResult(
+        rows=_finalise_rows(rows),
+        runs=runs,
+        meta=_compare_meta(s, names, ref_info, caps, stage_seconds, machine, load, command_line),
+    )
     if out is not None:
         result.paths = write_compare_files(result, out)
     return result

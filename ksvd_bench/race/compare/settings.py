@@ -32,18 +32,44 @@ from ksvd_bench.race.problems import (
     dataset_shape,
 )
 
-__all__ = ["VARIANTS", "DEFAULT_METHODS", "DEFAULT_MEASURES", "DEFAULT_SEEDS", "FULL_MEASURES",
-           "FULL_SEEDS", "DEFAULT_SWEEP_LIMIT", "FULL_SWEEP_LIMIT", "STRICT_WEIGHTS", "LAZY_E2E",
-           "POINT_ONLY", "Settings",
-           "check_settings", "check_datasets", "check_rank_fits", "solver_of", "effort_option",
-           "entry_options", "not_applicable"]
+__all__ = [
+    "VARIANTS",
+    "DEFAULT_METHODS",
+    "DEFAULT_MEASURES",
+    "DEFAULT_SEEDS",
+    "FULL_MEASURES",
+    "FULL_SEEDS",
+    "DEFAULT_SWEEP_LIMIT",
+    "FULL_SWEEP_LIMIT",
+    "STRICT_WEIGHTS",
+    "LAZY_E2E",
+    "POINT_ONLY",
+    "Settings",
+    "check_settings",
+    "check_datasets",
+    "check_rank_fits",
+    "solver_of",
+    "effort_option",
+    "entry_options",
+    "not_applicable",
+]
 
 #: the strict weighting of eta (every triplet counts the same)
 STRICT_WEIGHTS = "uniform"
 #: what ``compare`` races by default
-DEFAULT_METHODS = ("tsvd", "rsvd", "block_krylov", "sym_nystrom", "asym_nystrom",
-                   PAPER_ASYM_ENTRY, "asym_nystrom_norm", "asym_nystrom_arp",
-                   "asym_nystrom_rpcholesky", "asym_nystrom_aca", "generalized_nystrom")
+DEFAULT_METHODS = (
+    "tsvd",
+    "rsvd",
+    "block_krylov",
+    "sym_nystrom",
+    "asym_nystrom",
+    PAPER_ASYM_ENTRY,
+    "asym_nystrom_norm",
+    "asym_nystrom_arp",
+    "asym_nystrom_rpcholesky",
+    "asym_nystrom_aca",
+    "generalized_nystrom",
+)
 #: what the default race asks (README command 1): the strict measures, eta under uniform
 #: weights and the gap-robust low-rank error, at 1e-1 and 1e-2, with 3 seeds, each effort
 #: sweep cut at 8 s (a sweep that long is already tens of times RSVD's time: it cannot win,
@@ -67,10 +93,10 @@ class Settings:
 
     kernel: str
     rank: int
-    eps: tuple          # loose first, tightest last
-    measures: tuple     # eta weightings and/or "lowrank"
+    eps: tuple  # loose first, tightest last
+    measures: tuple  # eta weightings and/or "lowrank"
     methods: tuple
-    seeds: tuple        # per-run seeds derived from random_state
+    seeds: tuple  # per-run seeds derived from random_state
     center: bool
     structured: bool
     residual: bool
@@ -120,18 +146,30 @@ def _check_methods(methods):
 
 
 def _check_max_effort(max_effort):
-    ok = (max_effort is None or max_effort == "auto" or isinstance(max_effort, dict)
-          or (isinstance(max_effort, (int, np.integer)) and not isinstance(max_effort, bool)
-              and max_effort >= 1))
+    ok = (
+        max_effort is None
+        or max_effort == "auto"
+        or isinstance(max_effort, dict)
+        or (
+            isinstance(max_effort, (int, np.integer))
+            and not isinstance(max_effort, bool)
+            and max_effort >= 1
+        )
+    )
     if not ok:
-        raise ValueError(f"max_effort must be 'auto', None, a positive int or a dict, got "
-                         f"{max_effort!r}")
+        raise ValueError(
+            f"max_effort must be 'auto', None, a positive int or a dict, got {max_effort!r}"
+        )
     return max_effort
 
 
 def _check_seconds(value, name):
-    if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                  and math.isfinite(value) and value > 0):
+    if value is not None and not (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    ):
         raise ValueError(f"{name} must be a finite number > 0 or None, got {value!r}")
     return value
 
@@ -142,8 +180,9 @@ def check_datasets(datasets):
         raise ValueError("datasets must name at least one problem")
     for d in datasets:
         if not isinstance(d, Problem) and d not in DATASETS:
-            raise ValueError(f"datasets must be drawn from {DATASETS} or be Problem objects, "
-                             f"got {d!r}")
+            raise ValueError(
+                f"datasets must be drawn from {DATASETS} or be Problem objects, got {d!r}"
+            )
     return datasets
 
 
@@ -155,24 +194,51 @@ def check_rank_fits(datasets, rank, problem_options):
         else:
             name, shape = d, dataset_shape(d, (problem_options or {}).get("shape"))
         if rank > min(shape):
-            raise ValueError(f"rank must be at most min(N, M) = {min(shape)} for {name} "
-                             f"({shape[0]}x{shape[1]}), got {rank}")
+            raise ValueError(
+                f"rank must be at most min(N, M) = {min(shape)} for {name} "
+                f"({shape[0]}x{shape[1]}), got {rank}"
+            )
 
 
-def check_settings(*, kernel, rank, eps, weights, seeds, center, methods, structured,
-                    residual, max_effort, budget_seconds, sweep_limit, repeats, threads,
-                    random_state, problem_options, cache_dir):
+def check_settings(
+    *,
+    kernel,
+    rank,
+    eps,
+    weights,
+    seeds,
+    center,
+    methods,
+    structured,
+    residual,
+    max_effort,
+    budget_seconds,
+    sweep_limit,
+    repeats,
+    threads,
+    random_state,
+    problem_options,
+    cache_dir,
+):
     """Every argument of :func:`run_compare` checked up front, errors naming the argument."""
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
         raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
     return Settings(
-        kernel=kernel, rank=check_positive_int(rank, "rank"), eps=_check_eps(eps),
-        measures=_check_measures(weights), methods=_check_methods(methods),
+        kernel=kernel,
+        rank=check_positive_int(rank, "rank"),
+        eps=_check_eps(eps),
+        measures=_check_measures(weights),
+        methods=_check_methods(methods),
         seeds=tuple(seeds_from(random_state, check_positive_int(seeds, "seeds"))),
-        center=bool(center), structured=bool(structured), residual=bool(residual),
+        center=bool(center),
+        structured=bool(structured),
+        residual=bool(residual),
         max_effort=_check_max_effort(max_effort),
         budget_seconds=_check_seconds(budget_seconds, "budget_seconds"),
         sweep_limit=_check_seconds(sweep_limit, "sweep_limit"),
-        repeats=check_positive_int(repeats, "repeats"), threads=check_threads(threads),
-        random_state=int(random_state), problem_options=problem_options,
-        cache_dir=None if cache_dir is None else Path(cache_dir))
+        repeats=check_positive_int(repeats, "repeats"),
+        threads=check_threads(threads),
+        random_state=int(random_state),
+        problem_options=problem_options,
+        cache_dir=None if cache_dir is None else Path(cache_dir),
+    )

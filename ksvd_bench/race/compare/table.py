@@ -20,16 +20,39 @@ __all__ = ["format_compare", "display_row"]
 #: columns of the default table: at most 100 characters with every cell at its widest
 #: (19 + 4 + 6 + 6 + 8 + 8 + 8 + 5 + 5 + 7 + 4 plus ten 2-space gaps; a speedup below 0.1
 #: shows as "<0.1x" there, its value in the wide table and the files)
-_NARROW = [("name", "method"), ("conv", "conv"), ("effort_label", "effort"),
-           ("n_passes", "passes"), ("seconds", "time s"), ("e2e_seconds", "e2e s"),
-           ("value", "value"), ("speedup_short", "xRSVD"), ("paper", "paper"),
-           ("sv_error", "sv err"), ("warn", "warn")]
-_WIDE = [("name", "method"), ("conv", "conv"), ("effort_label", "effort"),
-         ("effort_range", "range"), ("n_passes", "passes"), ("seconds", "time s"),
-         ("kernel_seconds", "kernel s"), ("e2e_seconds", "e2e s"), ("value", "value"),
-         ("value_worst", "worst"), ("best_value", "best"), ("resid_est", "resid est"),
-         ("sv_error", "sv err"), ("triplet_residual", "triplet"), ("warn", "warn"),
-         ("speedup", "xRSVD"), ("paper_seconds", "paper s"), ("paper", "paper")]
+_NARROW = [
+    ("name", "method"),
+    ("conv", "conv"),
+    ("effort_label", "effort"),
+    ("n_passes", "passes"),
+    ("seconds", "time s"),
+    ("e2e_seconds", "e2e s"),
+    ("value", "value"),
+    ("speedup_short", "xRSVD"),
+    ("paper", "paper"),
+    ("sv_error", "sv err"),
+    ("warn", "warn"),
+]
+_WIDE = [
+    ("name", "method"),
+    ("conv", "conv"),
+    ("effort_label", "effort"),
+    ("effort_range", "range"),
+    ("n_passes", "passes"),
+    ("seconds", "time s"),
+    ("kernel_seconds", "kernel s"),
+    ("e2e_seconds", "e2e s"),
+    ("value", "value"),
+    ("value_worst", "worst"),
+    ("best_value", "best"),
+    ("resid_est", "resid est"),
+    ("sv_error", "sv err"),
+    ("triplet_residual", "triplet"),
+    ("warn", "warn"),
+    ("speedup", "xRSVD"),
+    ("paper_seconds", "paper s"),
+    ("paper", "paper"),
+]
 
 
 def _passes_text(value):
@@ -77,24 +100,36 @@ def display_row(r, paper_key_known):
         "name": name,
         "conv": f"{r['n_converged']}/{r['n_seeds']}",
         "effort_label": effort,
-        "effort_range": ("-" if r.get("effort_min") is None
-                         else f"{r['effort_min']}-{r['effort_max']}"),
+        "effort_range": (
+            "-" if r.get("effort_min") is None else f"{r['effort_min']}-{r['effort_max']}"
+        ),
         "n_passes": _passes_text(r["n_passes"]),
-        "seconds": num(r["seconds"]), "kernel_seconds": num(r["kernel_seconds"]),
-        "e2e_seconds": num(r["e2e_seconds"]), "value": num(value),
-        "value_worst": num(r["value_worst"]), "best_value": num(r["best_value"]),
+        "seconds": num(r["seconds"]),
+        "kernel_seconds": num(r["kernel_seconds"]),
+        "e2e_seconds": num(r["e2e_seconds"]),
+        "value": num(value),
+        "value_worst": num(r["value_worst"]),
+        "best_value": num(r["best_value"]),
         "resid_est": num(r["resid_est"]),
         "sv_error": num(r.get("sv_error"), 2),
         "triplet_residual": num(r.get("triplet_residual"), 2),
         "warn": _warn_text(r),
         "speedup": "-" if r.get("speedup_vs_rsvd") is None else ratio_text(r["speedup_vs_rsvd"]),
-        "speedup_short": ("-" if r.get("speedup_vs_rsvd") is None
-                          else "<0.1x" if r["speedup_vs_rsvd"] < 0.1
-                          else ratio_text(r["speedup_vs_rsvd"])),
+        "speedup_short": (
+            "-"
+            if r.get("speedup_vs_rsvd") is None
+            else "<0.1x"
+            if r["speedup_vs_rsvd"] < 0.1
+            else ratio_text(r["speedup_vs_rsvd"])
+        ),
         "paper_seconds": num(r.get("paper_seconds")),
-        "paper": (ratio_text(paper) if paper is not None
-                  else "n/a" if paper_key_known and not paper_method and not residual
-                  else "-"),
+        "paper": (
+            ratio_text(paper)
+            if paper is not None
+            else "n/a"
+            if paper_key_known and not paper_method and not residual
+            else "-"
+        ),
     }
 
 
@@ -118,11 +153,19 @@ def _ordered(rows, meta):
 
 def _title(dataset, e, sel, meta):
     shape = "x".join(str(n) for n in sel[0]["shape"])
-    kernel_s = next((r["kernel_seconds"] for r in sel if r["kernel_seconds"] is not None
-                     and r["method"] != STRUCTURED_NAME), None)
+    kernel_s = next(
+        (
+            r["kernel_seconds"]
+            for r in sel
+            if r["kernel_seconds"] is not None and r["method"] != STRUCTURED_NAME
+        ),
+        None,
+    )
     built = "" if kernel_s is None else f", kernel built in {num(kernel_s)} s"
-    return (f"{dataset} {shape}, {sel[0]['kernel'] or 'given'} kernel, r={meta['rank']}, "
-            f"eps={e:g}{built} (threads={meta['threads']}, float64)")
+    return (
+        f"{dataset} {shape}, {sel[0]['kernel'] or 'given'} kernel, r={meta['rank']}, "
+        f"eps={e:g}{built} (threads={meta['threads']}, float64)"
+    )
 
 
 def format_compare(result, *, wide=False):
@@ -156,12 +199,20 @@ def format_compare(result, *, wide=False):
                     bound = ref.get("value_max", {}).get(m)
                     if bound is not None and bound <= e:
                         label += f" -- VACUOUS: any answer scores <= {bound:.3g}"
-                    groups.append((wrap_note(label), [display_row(r, paper_known)
-                                                      for r in _ordered(group, meta)]))
-            table = format_table([], columns, title=wrap_note(_title(dataset, e, sel, meta)),
-                                 groups=groups)
-            notes = [_vacuity_note(m, bound, e)
-                     for m, bound in ref.get("value_max", {}).items() if bound <= e]
+                    groups.append(
+                        (
+                            wrap_note(label),
+                            [display_row(r, paper_known) for r in _ordered(group, meta)],
+                        )
+                    )
+            table = format_table(
+                [], columns, title=wrap_note(_title(dataset, e, sel, meta)), groups=groups
+            )
+            notes = [
+                _vacuity_note(m, bound, e)
+                for m, bound in ref.get("value_max", {}).items()
+                if bound <= e
+            ]
             blocks.append("\n".join([table] + [wrap_note(n) for n in notes]))
     return "\n\n".join(blocks + [wrap_note(FOOTER + _entries_note(result))])
 
@@ -183,16 +234,24 @@ def _entries_note(result):
     text = ("\nasym Nystrom entries: " + "; ".join(parts) + ".") if parts else ""
     na = sorted({(r["method"], r["dataset"]) for r in result.rows if r["stop"] == "n/a"})
     if na:
-        text += ("\nn/a: " + "; ".join(f"{SHORT_NAMES.get(m, m)} on {d}" for m, d in na)
-                 + " (sampling='rpcholesky' needs two point sets: a joint PSD kernel).")
+        text += (
+            "\nn/a: "
+            + "; ".join(f"{SHORT_NAMES.get(m, m)} on {d}" for m, d in na)
+            + " (sampling='rpcholesky' needs two point sets: a joint PSD kernel)."
+        )
     return text
 
 
 def _vacuity_note(measure, bound, eps):
-    what = ("the low-rank excess" if measure == LOWRANK
-            else f"eta with {measure} weights (<= 2 mean(w))")
-    return (f"NOTE: {what} is at most {bound:.3g} <= eps = {eps:g} for ANY answer (even random "
-            f"vectors): this tolerance is vacuous, its times and speedups mean nothing.")
+    what = (
+        "the low-rank excess"
+        if measure == LOWRANK
+        else f"eta with {measure} weights (<= 2 mean(w))"
+    )
+    return (
+        f"NOTE: {what} is at most {bound:.3g} <= eps = {eps:g} for ANY answer (even random "
+        f"vectors): this tolerance is vacuous, its times and speedups mean nothing."
+    )
 
 
 FOOTER = (

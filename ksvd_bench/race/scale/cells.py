@@ -84,13 +84,21 @@ def _warm_up(runner, spec, client=None):
     small = max(1000, 4 * spec.rank)
     tiny = ProblemSpec(spec.part, small, small, spec.rank, spec.seed, spec.dtype, spec.device)
     with counting_warnings() as caught:
-        runner.solve(ScaleProblem(tiny, make_data(tiny), client), spec.rank,
-                     runner.effort(tiny), 0)
+        runner.solve(ScaleProblem(tiny, make_data(tiny), client), spec.rank, runner.effort(tiny), 0)
     return len(caught)
 
 
-def run_cell(spec, runner, *, random_state=0, threads=1, client=None, scheduler=None,
-             result_path=None, warm_up=True):
+def run_cell(
+    spec,
+    runner,
+    *,
+    random_state=0,
+    threads=1,
+    client=None,
+    scheduler=None,
+    result_path=None,
+    warm_up=True,
+):
     """Solve one cell and measure it (in the calling process).
 
     Parameters
@@ -123,8 +131,12 @@ def run_cell(spec, runner, *, random_state=0, threads=1, client=None, scheduler=
 
     runner = RUNNERS[runner] if isinstance(runner, str) else runner
     options = runner.effort(spec)
-    row = {**spec.fields, "method": runner.name, "effort": effort_label(options),
-           "seed": int(random_state)}
+    row = {
+        **spec.fields,
+        "method": runner.name,
+        "effort": effort_label(options),
+        "seed": int(random_state),
+    }
     with solver_threads(threads) as used, _connected(client, scheduler) as dask_client:
         row["threads"] = used
         if warm_up:
@@ -140,16 +152,24 @@ def run_cell(spec, runner, *, random_state=0, threads=1, client=None, scheduler=
             seconds = time.perf_counter() - t0
             cpu = _cpu_seconds() - cpu0
         # issue 21: this machine's BLAS on a pass's products (r columns), same threads
-        blas_ns = (blas_ns_per_entry(spec.n, spec.m, data["X"].shape[1], spec.rank, spec.dtype)
-                   if "X" in data and spec.device == "cpu" else None)
+        blas_ns = (
+            blas_ns_per_entry(spec.n, spec.m, data["X"].shape[1], spec.rank, spec.dtype)
+            if "X" in data and spec.device == "cpu"
+            else None
+        )
     peak = _peak_rss_bytes()
     info = getattr(answer, "info", {}) or {}
     passes = info.get("n_passes")
     row.update(
-        status="ok", seconds=seconds, setup_seconds=problem.setup_seconds,
-        solve_seconds=seconds - problem.setup_seconds, cpu_seconds=cpu,
-        passes=None if passes is None else float(passes), setup_passes=problem.setup_passes,
-        peak_rss_mb=peak / 2**20, base_rss_mb=None if base is None else base / 2**20,
+        status="ok",
+        seconds=seconds,
+        setup_seconds=problem.setup_seconds,
+        solve_seconds=seconds - problem.setup_seconds,
+        cpu_seconds=cpu,
+        passes=None if passes is None else float(passes),
+        setup_passes=problem.setup_passes,
+        peak_rss_mb=peak / 2**20,
+        base_rss_mb=None if base is None else base / 2**20,
         # every warning of the solve counted and kept; reliable: the solver's own verdict
         **warning_fields(caught, info),
     )
@@ -239,17 +259,28 @@ def _krylov_reference(source, k, rank):
         estimate, residual = _wedin_estimate(source, ref.U, ref.s, ref.V, rank)
         if estimate <= REFERENCE_TARGET_ERROR:
             break
-    info = {"kind": "block_krylov", "method": "block_krylov", "options": options,
-            "label": (f"block_krylov {effort_label(options)} (not exact; est. error "
-                      f"{estimate:.1e})"),
-            "estimated_error": estimate, "residual": residual,
-            # the reference's own warnings (the Wedin estimate above is what vouches for it)
-            **warning_fields(caught, ref.info)}
+    info = {
+        "kind": "block_krylov",
+        "method": "block_krylov",
+        "options": options,
+        "label": (f"block_krylov {effort_label(options)} (not exact; est. error {estimate:.1e})"),
+        "estimated_error": estimate,
+        "residual": residual,
+        # the reference's own warnings (the Wedin estimate above is what vouches for it)
+        **warning_fields(caught, ref.info),
+    }
     return (ref.U, ref.s, ref.V), info
 
 
-def compute_reference(spec, *, threads=1, client=None, scheduler=None,
-                      dense_max_entries=DENSE_REFERENCE_MAX_ENTRIES, path=None):
+def compute_reference(
+    spec,
+    *,
+    threads=1,
+    client=None,
+    scheduler=None,
+    dense_max_entries=DENSE_REFERENCE_MAX_ENTRIES,
+    path=None,
+):
     """The reference top-r (and a few more) triplets of a problem, and how they were made.
 
     The structured operator (part a) gives its exact SVD
@@ -279,12 +310,18 @@ def compute_reference(spec, *, threads=1, client=None, scheduler=None,
         if hasattr(source, "exact_svd"):
             ref = reference_svd(source, spec.rank, cluster_rtol=CLUSTER_RTOL)
             triplets = (ref.U, ref.s, ref.V)
-            info = {"kind": "exact", "method": ref.info.get("method"),
-                    "label": "exact (structured operator)"}
+            info = {
+                "kind": "exact",
+                "method": ref.info.get("method"),
+                "label": "exact (structured operator)",
+            }
         elif spec.n * spec.m <= dense_max_entries:
             triplets = _dense_reference(source, k)
-            info = {"kind": "exact", "method": "dense eigh of the Gram matrix",
-                    "label": "exact (dense LAPACK)"}
+            info = {
+                "kind": "exact",
+                "method": "dense eigh of the Gram matrix",
+                "label": "exact (dense LAPACK)",
+            }
         else:
             triplets, info = _krylov_reference(source, k, spec.rank)
         info.update(seconds=time.perf_counter() - t0, n_triplets=int(triplets[1].size))
@@ -362,13 +399,14 @@ def run_isolated(target, kwargs, *, time_limit=None, memory_limit=None):
                 try:
                     message = recv.recv()
                 except EOFError:
-                    message = ("error", f"the cell's process died (exit code "
-                                        f"{proc.exitcode})", "")
+                    message = ("error", f"the cell's process died (exit code {proc.exitcode})", "")
                 outcome = message[:2]
                 break
             if not proc.is_alive() and not recv.poll(0):
-                outcome = ("error", f"the cell's process died (exit code {proc.exitcode}; "
-                                    "out of memory?)")
+                outcome = (
+                    "error",
+                    f"the cell's process died (exit code {proc.exitcode}; out of memory?)",
+                )
                 break
             if time_limit is not None and time.monotonic() - t0 > time_limit:
                 break
@@ -386,7 +424,6 @@ def run_isolated(target, kwargs, *, time_limit=None, memory_limit=None):
     return outcome
 
 
-
 def _load_npz(path):
     with np.load(path, allow_pickle=False) as f:
         return {k: f[k] for k in ("U", "s", "V")}
@@ -401,22 +438,40 @@ def score_cell(row, answer, reference, rank):
     ref = SimpleNamespace(**reference)
     ans = SimpleNamespace(**answer)
     sin_u, sin_v = subspace_error(ref, ans, rank=rank)
-    row.update(sin_u=float(sin_u), sin_v=float(sin_v), subspace_error=float(max(sin_u, sin_v)),
-               sv_error=float(sv_error(ref, ans, rank=rank)))
+    row.update(
+        sin_u=float(sin_u),
+        sin_v=float(sin_v),
+        subspace_error=float(max(sin_u, sin_v)),
+        sv_error=float(sv_error(ref, ans, rank=rank)),
+    )
 
 
 class CellRunner:
     """Runs references and cells, isolated or in process, and keeps the bookkeeping."""
 
-    def __init__(self, *, threads, time_limit, memory_limit, isolate, client, scheduler,
-                 dense_max, workdir, reference):
+    def __init__(
+        self,
+        *,
+        threads,
+        time_limit,
+        memory_limit,
+        isolate,
+        client,
+        scheduler,
+        dense_max,
+        workdir,
+        reference,
+    ):
         self.threads = threads
         self.time_limit = time_limit
         self.memory_limit = memory_limit
         self.isolate = isolate
         self.client = client
-        self.scheduler = scheduler if scheduler is not None else (
-            None if client is None else client.scheduler.address)
+        self.scheduler = (
+            scheduler
+            if scheduler is not None
+            else (None if client is None else client.scheduler.address)
+        )
         self.dense_max = dense_max
         self.workdir = Path(workdir)
         self.reference = reference
@@ -431,8 +486,9 @@ class CellRunner:
         path = self.workdir / f"{path_key}.npz"
         kwargs = dict(kwargs, scheduler=self.scheduler)
         kwargs["path" if target is compute_reference else "result_path"] = str(path)
-        status, value = run_isolated(target, kwargs, time_limit=limit,
-                                     memory_limit=self.memory_limit)
+        status, value = run_isolated(
+            target, kwargs, time_limit=limit, memory_limit=self.memory_limit
+        )
         return status, (value, path)
 
     def _failure(self, status, out):
@@ -441,8 +497,10 @@ class CellRunner:
         if status == "timeout":
             return f"over the time limit of {self.time_limit:g} s"
         if status == "memory":
-            return (f"over the memory limit of {self.memory_limit / 2**30:.1f} GiB "
-                    f"(stopped at {value / 2**30:.1f} GiB)")
+            return (
+                f"over the memory limit of {self.memory_limit / 2**30:.1f} GiB "
+                f"(stopped at {value / 2**30:.1f} GiB)"
+            )
         return str(value)
 
     def reference_for(self, spec, cache_dir):
@@ -477,8 +535,12 @@ class CellRunner:
         kwargs = dict(spec=spec, runner=runner, random_state=seed, threads=self.threads)
         key = f"cell_{spec.key}_{runner.name}"
         status, out = self._job(run_cell, kwargs, key, self.time_limit)
-        base = {**spec.fields, "method": runner.name,
-                "effort": effort_label(runner.effort(spec)), "seed": seed}
+        base = {
+            **spec.fields,
+            "method": runner.name,
+            "effort": effort_label(runner.effort(spec)),
+            "seed": seed,
+        }
         if status != "ok":
             return dict(base, status=status, error=self._failure(status, out)), None
         if self.isolate:
@@ -492,5 +554,3 @@ class CellRunner:
             # one process for every cell: its high-water mark is not this cell's
             row.update(peak_rss_mb=None, base_rss_mb=None)
         return row, answer
-
-

@@ -21,9 +21,18 @@ def write_scale(result, out):
     return {
         "csv": str(write_csv(out / "scale.csv", result.rows, columns)),
         "exponents_csv": str(write_csv(out / "scale_exponents.csv", result.exponents)),
-        "json": str(write_json(out / "scale.json", {
-            "meta": result.meta, "rows": result.rows, "exponents": result.exponents,
-            "best": best_cells(result.rows), "references": result.references})),
+        "json": str(
+            write_json(
+                out / "scale.json",
+                {
+                    "meta": result.meta,
+                    "rows": result.rows,
+                    "exponents": result.exponents,
+                    "best": best_cells(result.rows),
+                    "references": result.references,
+                },
+            )
+        ),
         "png": str(plot_scale(result, out / "scale.png")),
     }
 
@@ -65,17 +74,27 @@ def load_merge_base(out, problem):
     try:
         old = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise ValueError(f"{where}: not readable JSON ({exc}); move it away or run without "
-                         f"merge") from None
+        raise ValueError(
+            f"{where}: not readable JSON ({exc}); move it away or run without merge"
+        ) from None
     rows = old.get("rows") if isinstance(old, dict) else None
     refs = old.get("references", []) if isinstance(old, dict) else None
-    if not isinstance(rows, list) or not isinstance(refs, list) or not all(
-            isinstance(r, dict) and {"part", "n", "method"} <= set(r) for r in rows):
-        raise ValueError(f"{where}: not a scale result (needs 'rows' with part, n and method "
-                         f"per row); move it away or run without merge")
+    if (
+        not isinstance(rows, list)
+        or not isinstance(refs, list)
+        or not all(isinstance(r, dict) and {"part", "n", "method"} <= set(r) for r in rows)
+    ):
+        raise ValueError(
+            f"{where}: not a scale result (needs 'rows' with part, n and method "
+            f"per row); move it away or run without merge"
+        )
     meta = old.get("meta") if isinstance(old.get("meta"), dict) else {}
-    defaults = {"rank": meta.get("rank"), "seed": meta.get("seed"),
-                "dtype": meta.get("dtype", "float64"), "device": meta.get("device", "cpu")}
+    defaults = {
+        "rank": meta.get("rank"),
+        "seed": meta.get("seed"),
+        "dtype": meta.get("dtype", "float64"),
+        "device": meta.get("device", "cpu"),
+    }
     rows = [{**defaults, "m": r["n"], **r} for r in rows]
     for key in MERGE_KEYS:
         for part in sorted({r["part"] for r in rows}):
@@ -83,9 +102,11 @@ def load_merge_base(out, problem):
             want = "cpu" if key == "device" and part == "a" else problem[key]
             found = sorted({str(r[key]) for r in rows if r["part"] == part} - {str(want)})
             if found:
-                raise ValueError(f"{where}: its part-{part} cells were made with "
-                                 f"{key}={', '.join(found)}, this run has {key}={want}; "
-                                 f"merging different problems is refused (use another out)")
+                raise ValueError(
+                    f"{where}: its part-{part} cells were made with "
+                    f"{key}={', '.join(found)}, this run has {key}={want}; "
+                    f"merging different problems is refused (use another out)"
+                )
     return {**old, "rows": rows, "references": refs}
 
 
@@ -118,9 +139,14 @@ def plot_scale(result, path):
         top, bottom = axes[0, col], axes[1, col]
         methods = list(dict.fromkeys(r["method"] for r in result.rows if r["part"] == part))
         for i, method in enumerate(methods):
-            ok = sorted((r for r in result.rows if r["part"] == part
-                         and r["method"] == method and r["status"] == "ok"),
-                        key=lambda r: r["n"])
+            ok = sorted(
+                (
+                    r
+                    for r in result.rows
+                    if r["part"] == part and r["method"] == method and r["status"] == "ok"
+                ),
+                key=lambda r: r["n"],
+            )
             if not ok:
                 continue
             n = np.array([r["n"] for r in ok], dtype=float)
@@ -128,16 +154,21 @@ def plot_scale(result, path):
             slope = fits.get((part, method))
             label = method if slope is None else f"{method} (N^{slope:.2f})"
             top.loglog(n, sec, "o-", color=f"C{i}", label=label)
-            err = np.array([np.nan if r.get("subspace_error") is None
-                            else max(r["subspace_error"], 1e-16) for r in ok])
+            err = np.array(
+                [
+                    np.nan if r.get("subspace_error") is None else max(r["subspace_error"], 1e-16)
+                    for r in ok
+                ]
+            )
             if np.isfinite(err).any():
                 bottom.loglog(n, err, "s-", color=f"C{i}", label=method)
         top.set_title(PART_TITLES[part], fontsize=9)
         top.set_xlabel("N")
         top.set_ylabel("seconds (set-up + solve)")
         top.legend(fontsize=8)
-        bottom.axhline(ACCURACY_TARGET, color="grey", ls=":", lw=1,
-                       label=f"target {ACCURACY_TARGET:g}")
+        bottom.axhline(
+            ACCURACY_TARGET, color="grey", ls=":", lw=1, label=f"target {ACCURACY_TARGET:g}"
+        )
         bottom.set_xlabel("N")
         bottom.set_ylabel("subspace error (sin theta_max)")
         if bottom.get_legend_handles_labels()[0]:
@@ -146,4 +177,3 @@ def plot_scale(result, path):
     from ksvd_bench.report import save_figure
 
     return save_figure(fig, path)
-

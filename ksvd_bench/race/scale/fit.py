@@ -17,8 +17,15 @@ import numpy as np
 
 from ksvd_bench.race.scale.problems import ACCURACY_TARGET
 
-__all__ = ["fit_exponent", "fit_all", "best_cells", "accurate", "MIN_FIT_SECONDS",
-           "MIN_FIT_POINTS", "MIN_FIT_SPAN"]
+__all__ = [
+    "fit_exponent",
+    "fit_all",
+    "best_cells",
+    "accurate",
+    "MIN_FIT_SECONDS",
+    "MIN_FIT_POINTS",
+    "MIN_FIT_SPAN",
+]
 
 #: shortest time a fitted cell may take (seconds)
 MIN_FIT_SECONDS = 0.5
@@ -50,15 +57,21 @@ def fit_exponent(sizes, seconds):
 
 def _meaningful_fit(sizes, seconds):
     """``(exponent or None, note)``: the fit over the cells long enough to time, if enough."""
-    pairs = [(n, t) for n, t in zip(sizes, seconds, strict=True)
-             if t is not None and t >= MIN_FIT_SECONDS]
+    pairs = [
+        (n, t)
+        for n, t in zip(sizes, seconds, strict=True)
+        if t is not None and t >= MIN_FIT_SECONDS
+    ]
     long = sorted({n for n, _ in pairs})
     if len(long) < MIN_FIT_POINTS:
-        return None, (f"not fitted: {len(long)} size(s) >= {MIN_FIT_SECONDS:g} s, "
-                      f"need {MIN_FIT_POINTS}")
+        return None, (
+            f"not fitted: {len(long)} size(s) >= {MIN_FIT_SECONDS:g} s, need {MIN_FIT_POINTS}"
+        )
     if long[-1] / long[0] < MIN_FIT_SPAN:
-        return None, (f"not fitted: N spans x{long[-1] / long[0]:.2g} among cells >= "
-                      f"{MIN_FIT_SECONDS:g} s, need x{MIN_FIT_SPAN:g}")
+        return None, (
+            f"not fitted: N spans x{long[-1] / long[0]:.2g} among cells >= "
+            f"{MIN_FIT_SECONDS:g} s, need x{MIN_FIT_SPAN:g}"
+        )
     exponent = fit_exponent([n for n, _ in pairs], [t for _, t in pairs])
     return exponent, f"fitted on N = {long[0]}-{long[-1]} ({len(long)} sizes)"
 
@@ -68,18 +81,30 @@ def fit_all(rows):
     fits = []
     keys = sorted({(r["part"], r["method"]) for r in rows}, key=lambda k: (k[0], k[1]))
     for part, method in keys:
-        ok = [r for r in rows if r["part"] == part and r["method"] == method
-              and r["status"] == "ok" and r.get("seconds")]
+        ok = [
+            r
+            for r in rows
+            if r["part"] == part
+            and r["method"] == method
+            and r["status"] == "ok"
+            and r.get("seconds")
+        ]
         ok.sort(key=lambda r: r["n"])
         sizes = [r["n"] for r in ok]
         exponent, note = _meaningful_fit(sizes, [r["seconds"] for r in ok])
         solve_exponent, _ = _meaningful_fit(sizes, [r.get("solve_seconds") for r in ok])
-        fits.append({
-            "part": part, "method": method, "n_points": len(ok),
-            "sizes": f"{sizes[0]}-{sizes[-1]}" if sizes else "-",
-            "exponent": exponent, "solve_exponent": solve_exponent, "fit_note": note,
-            "largest_n_seconds": ok[-1]["seconds"] if ok else None,
-        })
+        fits.append(
+            {
+                "part": part,
+                "method": method,
+                "n_points": len(ok),
+                "sizes": f"{sizes[0]}-{sizes[-1]}" if sizes else "-",
+                "exponent": exponent,
+                "solve_exponent": solve_exponent,
+                "fit_note": note,
+                "largest_n_seconds": ok[-1]["seconds"] if ok else None,
+            }
+        )
     return fits
 
 
@@ -88,8 +113,11 @@ def accurate(row, target=ACCURACY_TARGET):
     if row.get("status") != "ok" or row.get("subspace_error") is None:
         return False
     sv = row.get("sv_error")
-    return (row["subspace_error"] <= target and (sv is None or sv <= target)
-            and row.get("reliable", True) is not False)
+    return (
+        row["subspace_error"] <= target
+        and (sv is None or sv <= target)
+        and row.get("reliable", True) is not False
+    )
 
 
 def best_cells(rows, target=ACCURACY_TARGET):
@@ -106,8 +134,16 @@ def best_cells(rows, target=ACCURACY_TARGET):
     for part, n in sorted({(r["part"], r["n"]) for r in rows}):
         ok = [r for r in rows if r["part"] == part and r["n"] == n and accurate(r, target)]
         win = min(ok, key=lambda r: r["seconds"], default=None)
-        keys = ("method", "effort", "seconds", "passes", "peak_rss_mb", "subspace_error",
-                "sv_error")
-        best.append({"part": part, "n": n, **{k: None if win is None else win.get(k)
-                                              for k in keys}})
+        keys = (
+            "method",
+            "effort",
+            "seconds",
+            "passes",
+            "peak_rss_mb",
+            "subspace_error",
+            "sv_error",
+        )
+        best.append(
+            {"part": part, "n": n, **{k: None if win is None else win.get(k) for k in keys}}
+        )
     return best

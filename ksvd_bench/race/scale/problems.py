@@ -12,9 +12,21 @@ from dataclasses import dataclass
 
 from ksvd_bench.race.common import EFFORT_LABELS
 
-__all__ = ["ProblemSpec", "ScaleProblem", "make_data", "make_source", "setup_passes",
-           "effort_label", "n_rare", "PARTS", "DEFAULT_PARTS", "POINT_PARTS", "DEVICES",
-           "PROBLEM_FIELDS", "ROW_FIELDS"]
+__all__ = [
+    "ProblemSpec",
+    "ScaleProblem",
+    "make_data",
+    "make_source",
+    "setup_passes",
+    "effort_label",
+    "n_rare",
+    "PARTS",
+    "DEFAULT_PARTS",
+    "POINT_PARTS",
+    "DEVICES",
+    "PROBLEM_FIELDS",
+    "ROW_FIELDS",
+]
 
 PARTS = ("a", "b", "c")
 #: what ``parts="both"`` (the default) runs: the two original parts
@@ -34,8 +46,7 @@ DEFAULT_SIZES = {
 #: CI sizes: the whole ``--quick`` study of parts a and b (27 cells, each in its own process)
 #: takes about 2 min of CPU (measured: 132 s over all its processes), 2 to 3 min on a quiet
 #: 2-core machine
-QUICK_SIZES = {"a": (2_000, 4_000, 8_000), "b": (1_000, 2_000, 4_000),
-               "c": (1_000, 2_000, 4_000)}
+QUICK_SIZES = {"a": (2_000, 4_000, 8_000), "b": (1_000, 2_000, 4_000), "c": (1_000, 2_000, 4_000)}
 #: the asym Nystrom sampling entries (their own runners): ARP, RPCholesky, ACA
 SAMPLING_METHODS = ("asym_nystrom_arp", "asym_nystrom_rpcholesky", "asym_nystrom_aca")
 DEFAULT_METHODS = {
@@ -71,10 +82,31 @@ DEVICES = ("cpu", "cuda")
 PROBLEM_FIELDS = ("part", "n", "m", "rank", "seed", "dtype", "device")
 #: every cell's row, in table order
 ROW_FIELDS = (
-    *PROBLEM_FIELDS, "method", "effort", "status", "seconds", "setup_seconds",
-    "solve_seconds", "cpu_seconds", "passes", "setup_passes", "entries", "peak_rss_mb",
-    "base_rss_mb", "subspace_error", "sin_u", "sin_v", "sv_error", "n_warnings", "reliable",
-    "reference", "data_seconds", "threads", "warm_up_warnings", "warnings", "error",
+    *PROBLEM_FIELDS,
+    "method",
+    "effort",
+    "status",
+    "seconds",
+    "setup_seconds",
+    "solve_seconds",
+    "cpu_seconds",
+    "passes",
+    "setup_passes",
+    "entries",
+    "peak_rss_mb",
+    "base_rss_mb",
+    "subspace_error",
+    "sin_u",
+    "sin_v",
+    "sv_error",
+    "n_warnings",
+    "reliable",
+    "reference",
+    "data_seconds",
+    "threads",
+    "warm_up_warnings",
+    "warnings",
+    "error",
 )
 
 
@@ -116,8 +148,15 @@ class ProblemSpec:
     @property
     def fields(self):
         """The problem's parameters as every row of the study carries them."""
-        return {"part": self.part, "n": self.n, "m": self.m, "rank": self.rank,
-                "seed": self.seed, "dtype": self.dtype, "device": self.device}
+        return {
+            "part": self.part,
+            "n": self.n,
+            "m": self.m,
+            "rank": self.rank,
+            "seed": self.seed,
+            "dtype": self.dtype,
+            "device": self.device,
+        }
 
 
 def n_rare(rank):
@@ -137,13 +176,25 @@ def make_data(spec):
     if spec.part == "a":
         return {"adjacency": make_directed_graph(spec.n, random_state=spec.seed).adjacency}
     if spec.part == "c":
-        points = make_rare_clusters(spec.n, spec.m, POINTS_DIM, n_clusters=spec.rank,
-                                    n_rare=n_rare(spec.rank), rare_weight=RARE_WEIGHT,
-                                    random_state=spec.seed, dtype=spec.dtype)
-        return {"X": points.X, "Z": points.Z, "gamma": points.gamma,
-                "rare": [int(c) for c in points.params["rare"]]}
-    points = make_clustered_points(spec.n, spec.m, POINTS_DIM, spec.rank,
-                                   random_state=spec.seed, dtype=spec.dtype)
+        points = make_rare_clusters(
+            spec.n,
+            spec.m,
+            POINTS_DIM,
+            n_clusters=spec.rank,
+            n_rare=n_rare(spec.rank),
+            rare_weight=RARE_WEIGHT,
+            random_state=spec.seed,
+            dtype=spec.dtype,
+        )
+        return {
+            "X": points.X,
+            "Z": points.Z,
+            "gamma": points.gamma,
+            "rare": [int(c) for c in points.params["rare"]],
+        }
+    points = make_clustered_points(
+        spec.n, spec.m, POINTS_DIM, spec.rank, random_state=spec.seed, dtype=spec.dtype
+    )
     return {"X": points.X, "Z": points.Z, "gamma": points.gamma}
 
 
@@ -154,9 +205,16 @@ def make_source(spec, data, client=None):
 
     if spec.part == "a":
         return KernelSource(data["adjacency"], "sne", dtype=spec.dtype, client=client)
-    return KernelSource.from_points(data["X"], data["Z"], "sne", gamma=data["gamma"],
-                                    center=False, dtype=spec.dtype, client=client,
-                                    device=spec.device)
+    return KernelSource.from_points(
+        data["X"],
+        data["Z"],
+        "sne",
+        gamma=data["gamma"],
+        center=False,
+        dtype=spec.dtype,
+        client=client,
+        device=spec.device,
+    )
 
 
 def setup_passes(source):
@@ -205,5 +263,3 @@ def effort_label(options):
     """``{"n_oversamples": 10, "n_iter": 2}`` -> ``"p=10 q=2"``; ``{}`` -> ``"-"``."""
     parts = [f"{EFFORT_LABELS.get(k, k)}={v}" for k, v in options.items()]
     return " ".join(parts) or "-"
-
-

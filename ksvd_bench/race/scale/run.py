@@ -85,15 +85,16 @@ def _check_settings(parts, sizes, methods, rank, time_limit, dtype, device="cpu"
     if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
         raise ValueError(f"rank must be a positive int, got {rank!r}")
     if "c" in parts and rank < 2:
-        raise ValueError(f"rank must be >= 2 for part c: the rare-cluster family has rank "
-                         f"clusters, some rare and some common, got {rank}")
+        raise ValueError(
+            f"rank must be >= 2 for part c: the rare-cluster family has rank "
+            f"clusters, some rare and some common, got {rank}"
+        )
     sizes = dict(sizes or {})
     methods = dict(methods or {})
     for part in parts:
         sz = tuple(int(n) for n in sizes.get(part, DEFAULT_SIZES[part]))
         if not sz or any(n < 4 * rank for n in sz):
-            raise ValueError(f"sizes of part {part} must be >= 4 * rank = {4 * rank}, got "
-                             f"{sz!r}")
+            raise ValueError(f"sizes of part {part} must be >= 4 * rank = {4 * rank}, got {sz!r}")
         sizes[part] = tuple(sorted(set(sz)))
         ms = _check_choice_list(methods.get(part, DEFAULT_METHODS[part]), RUNNERS, "methods")
         wrong = [mm for mm in ms if part not in RUNNERS[mm].parts]
@@ -115,12 +116,13 @@ def _check_memory_limit(memory_limit):
         import psutil
 
         return int(psutil.virtual_memory().total // 2)
-    if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, float, np.number)) \
-            or not (math.isfinite(memory_limit) and memory_limit > 0):
-        raise ValueError(f"memory_limit must be a positive number of bytes, got "
-                         f"{memory_limit!r}")
+    if (
+        isinstance(memory_limit, bool)
+        or not isinstance(memory_limit, (int, float, np.number))
+        or not (math.isfinite(memory_limit) and memory_limit > 0)
+    ):
+        raise ValueError(f"memory_limit must be a positive number of bytes, got {memory_limit!r}")
     return int(memory_limit)
-
 
 
 def _machine_at(threads):
@@ -216,8 +218,7 @@ def run_scale(
     from ksvd_bench._threads import check_threads
     from ksvd_bench.report import progress_bar
 
-    parts, sizes, methods = _check_settings(parts, sizes, methods, rank, time_limit, dtype,
-                                            device)
+    parts, sizes, methods = _check_settings(parts, sizes, methods, rank, time_limit, dtype, device)
     if reference not in ("auto", "none"):
         raise ValueError(f"reference must be 'auto' or 'none', got {reference!r}")
     threads = check_threads(threads, "threads")
@@ -225,34 +226,48 @@ def run_scale(
     dtype = np.dtype(dtype).name
     seed = int(random_state)
     # an earlier file to merge onto is read and checked now, not after the cells
-    earlier = (load_merge_base(out, {"rank": rank, "seed": seed, "dtype": dtype,
-                                     "device": device})
-               if merge and out is not None else None)
+    earlier = (
+        load_merge_base(out, {"rank": rank, "seed": seed, "dtype": dtype, "device": device})
+        if merge and out is not None
+        else None
+    )
     n_cells = sum(len(sizes[p]) * len(methods[p]) for p in parts)
     cache_dir = None if out is None else Path(out) / "reference_cache"
     rows, references = [], []
-    with tempfile.TemporaryDirectory(prefix="ksvd_scale_") as workdir, \
-            progress_bar(total=n_cells, desc="scale", enabled=progress, unit="cell") as bar:
-        runner = CellRunner(threads=threads, time_limit=time_limit,
-                         memory_limit=memory_limit, isolate=isolate,
-                         client=client, scheduler=scheduler,
-                         dense_max=dense_reference_max_entries, workdir=workdir,
-                         reference=reference)
+    with (
+        tempfile.TemporaryDirectory(prefix="ksvd_scale_") as workdir,
+        progress_bar(total=n_cells, desc="scale", enabled=progress, unit="cell") as bar,
+    ):
+        runner = CellRunner(
+            threads=threads,
+            time_limit=time_limit,
+            memory_limit=memory_limit,
+            isolate=isolate,
+            client=client,
+            scheduler=scheduler,
+            dense_max=dense_reference_max_entries,
+            workdir=workdir,
+            reference=reference,
+        )
         for part in parts:
             gave_up = {}
             for n in sizes[part]:
-                spec = ProblemSpec(part, n, n, rank, seed, dtype,
-                                   device if part in POINT_PARTS else "cpu")
+                spec = ProblemSpec(
+                    part, n, n, rank, seed, dtype, device if part in POINT_PARTS else "cpu"
+                )
                 bar.set_postfix_str(f"{part} N={n} reference")
                 ref, ref_info = runner.reference_for(spec, cache_dir)
                 references.append({"part": part, "n": n, **ref_info})
                 for name in methods[part]:
                     bar.set_postfix_str(f"{part} N={n} {name}")
                     if name in gave_up:
-                        row = {**spec.fields, "method": name,
-                               "effort": effort_label(RUNNERS[name].effort(spec)),
-                               "status": "skipped",
-                               "error": f"{gave_up[name]} at a smaller size"}
+                        row = {
+                            **spec.fields,
+                            "method": name,
+                            "effort": effort_label(RUNNERS[name].effort(spec)),
+                            "status": "skipped",
+                            "error": f"{gave_up[name]} at a smaller size",
+                        }
                     else:
                         row, answer = runner.cell(spec, RUNNERS[name], seed)
                         if row["status"] in ("timeout", "memory"):
@@ -264,28 +279,45 @@ def run_scale(
                     bar.update(1)
     rows, references = merge_rows(earlier, rows, references)
     meta = {
-        "command": "scale", "parts": list(parts), "sizes": {p: list(sizes[p]) for p in parts},
-        "methods": {p: list(methods[p]) for p in parts}, "rank": rank, "seed": seed,
-        "threads": threads, "time_limit": time_limit, "memory_limit": memory_limit,
-        "dtype": dtype, "device": device, "isolate": bool(isolate),
-        "reference": reference, "dense_reference_max_entries": dense_reference_max_entries,
+        "command": "scale",
+        "parts": list(parts),
+        "sizes": {p: list(sizes[p]) for p in parts},
+        "methods": {p: list(methods[p]) for p in parts},
+        "rank": rank,
+        "seed": seed,
+        "threads": threads,
+        "time_limit": time_limit,
+        "memory_limit": memory_limit,
+        "dtype": dtype,
+        "device": device,
+        "isolate": bool(isolate),
+        "reference": reference,
+        "dense_reference_max_entries": dense_reference_max_entries,
         "reference_krylov": dict(REFERENCE_KRYLOV),
-        "reference_target_error": REFERENCE_TARGET_ERROR, "points_dim": POINTS_DIM,
-        "kernels": {"a": "sne, centred, KernelSource(A) (structured)",
-                    "b": "sne, uncentred, KernelSource.from_points, gamma from "
-                         "make_clustered_points",
-                    "c": "sne, uncentred, KernelSource.from_points, gamma from "
-                         "make_rare_clusters (r clusters, 30% rare, weight 0.02)"},
-        "efforts": {p: {m: effort_label(RUNNERS[m].effort(ProblemSpec(p, n, n, rank, seed)))
-                        for m in methods[p] for n in sizes[p][-1:]} for p in parts},
-        "dask": None if (client is None and scheduler is None) else
-        (scheduler or client.scheduler.address),
-        "merged": bool(merge), "machine": _machine_at(threads),
+        "reference_target_error": REFERENCE_TARGET_ERROR,
+        "points_dim": POINTS_DIM,
+        "kernels": {
+            "a": "sne, centred, KernelSource(A) (structured)",
+            "b": "sne, uncentred, KernelSource.from_points, gamma from make_clustered_points",
+            "c": "sne, uncentred, KernelSource.from_points, gamma from "
+            "make_rare_clusters (r clusters, 30% rare, weight 0.02)",
+        },
+        "efforts": {
+            p: {
+                m: effort_label(RUNNERS[m].effort(ProblemSpec(p, n, n, rank, seed)))
+                for m in methods[p]
+                for n in sizes[p][-1:]
+            }
+            for p in parts
+        },
+        "dask": None
+        if (client is None and scheduler is None)
+        else (scheduler or client.scheduler.address),
+        "merged": bool(merge),
+        "machine": _machine_at(threads),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
     result = ScaleResult(rows=rows, exponents=fit_all(rows), references=references, meta=meta)
     if out is not None:
         result.paths = write_scale(result, out)
     return result
-
-

@@ -12,8 +12,15 @@ from dataclasses import dataclass
 
 from ksvd_bench.race.scale.problems import PARTS, POINT_PARTS
 
-__all__ = ["RUNNERS", "DASK_METHODS", "MethodRunner", "SolverCall", "SamplingCall",
-           "SampledEffort", "register_runner"]
+__all__ = [
+    "RUNNERS",
+    "DASK_METHODS",
+    "MethodRunner",
+    "SolverCall",
+    "SamplingCall",
+    "SampledEffort",
+    "register_runner",
+]
 
 
 @dataclass(frozen=True)
@@ -25,8 +32,9 @@ class SolverCall:
     def __call__(self, problem, rank, options, random_state):
         import solvers
 
-        return solvers.svd(problem.source(), rank, method=self.method,
-                           random_state=random_state, **options)
+        return solvers.svd(
+            problem.source(), rank, method=self.method, random_state=random_state, **options
+        )
 
 
 def _effort_tsvd(spec):
@@ -81,8 +89,14 @@ class SamplingCall:
     def __call__(self, problem, rank, options, random_state):
         import solvers
 
-        return solvers.svd(problem.source(), rank, method="asym_nystrom",
-                           sampling=self.sampling, random_state=random_state, **options)
+        return solvers.svd(
+            problem.source(),
+            rank,
+            method="asym_nystrom",
+            sampling=self.sampling,
+            random_state=random_state,
+            **options,
+        )
 
 
 @dataclass(frozen=True)
@@ -119,31 +133,51 @@ def _solver_runner(method, effort, description):
 
 #: the methods of the study, by name (extend with :func:`register_runner`)
 RUNNERS = {
-    "tsvd": _solver_runner("tsvd", _effort_tsvd,
-                           "ARPACK, or the source's exact path (part a: exact structured)"),
+    "tsvd": _solver_runner(
+        "tsvd", _effort_tsvd, "ARPACK, or the source's exact path (part a: exact structured)"
+    ),
     "rsvd": _solver_runner("rsvd", _effort_rsvd, "randomized SVD (2 q + 2 passes)"),
-    "block_krylov": _solver_runner("block_krylov", _effort_block_krylov,
-                                   "randomized block Krylov (2 q + 2 passes, Musco & Musco "
-                                   "Alg. 2)"),
-    "generalized_nystrom": _solver_runner("generalized_nystrom", _effort_generalized_nystrom,
-                                          "generalized Nystrom (one pass through sketch)"),
-    "asym_nystrom": _solver_runner("asym_nystrom", _effort_asym_nystrom,
-                                   "asymmetric Nystrom, uniform sampling (solvers' default: "
-                                   "stable core, 2 m rows and m columns, one check pass)"),
+    "block_krylov": _solver_runner(
+        "block_krylov",
+        _effort_block_krylov,
+        "randomized block Krylov (2 q + 2 passes, Musco & Musco Alg. 2)",
+    ),
+    "generalized_nystrom": _solver_runner(
+        "generalized_nystrom",
+        _effort_generalized_nystrom,
+        "generalized Nystrom (one pass through sketch)",
+    ),
+    "asym_nystrom": _solver_runner(
+        "asym_nystrom",
+        _effort_asym_nystrom,
+        "asymmetric Nystrom, uniform sampling (solvers' default: "
+        "stable core, 2 m rows and m columns, one check pass)",
+    ),
     "asym_nystrom_arp": MethodRunner(
-        "asym_nystrom_arp", SamplingCall("arp"), _effort_arp, PARTS,
+        "asym_nystrom_arp",
+        SamplingCall("arp"),
+        _effort_arp,
+        PARTS,
         "asym Nystrom, adaptive randomized pivoting on the one-pass sketch (stable core, "
-        "m = 2 r, no check pass: one pass plus 2 m rows and m columns)"),
+        "m = 2 r, no check pass: one pass plus 2 m rows and m columns)",
+    ),
     "asym_nystrom_rpcholesky": MethodRunner(
-        "asym_nystrom_rpcholesky", SamplingCall("rpcholesky"), _effort_rpcholesky,
+        "asym_nystrom_rpcholesky",
+        SamplingCall("rpcholesky"),
+        _effort_rpcholesky,
         POINT_PARTS,
         "asym Nystrom, randomly pivoted Cholesky on the joint PSD kernel of the points "
         "(m = 8 r pivots, no check pass; reads (m + 1)(N + M) entries, no pass; point "
-        "parts only; the source's SNE set-up pass is in setup_seconds/setup_passes)"),
+        "parts only; the source's SNE set-up pass is in setup_seconds/setup_passes)",
+    ),
     "asym_nystrom_aca": MethodRunner(
-        "asym_nystrom_aca", SamplingCall("aca"), _effort_aca, PARTS,
+        "asym_nystrom_aca",
+        SamplingCall("aca"),
+        _effort_aca,
+        PARTS,
         "asym Nystrom, adaptive cross approximation with partial pivoting (ACA+; stable "
-        "core, m = 4 r, no check pass): the classical baseline"),
+        "core, m = 4 r, no check pass): the classical baseline",
+    ),
 }
 
 
@@ -156,8 +190,12 @@ def _solve_svd_compressed(problem, rank, options, random_state):
 
 # Dask's peer of rsvd, with rsvd's power iterations and oversampling (2 q + 2 passes)
 RUNNERS["svd_compressed"] = MethodRunner(
-    "svd_compressed", _solve_svd_compressed, _effort_rsvd, POINT_PARTS,
-    "dask.array.linalg.svd_compressed on map_blocks kernel tiles, rsvd's q and p")
+    "svd_compressed",
+    _solve_svd_compressed,
+    _effort_rsvd,
+    POINT_PARTS,
+    "dask.array.linalg.svd_compressed on map_blocks kernel tiles, rsvd's q and p",
+)
 #: methods that need Dask: ``ksvd-bench scale`` starts a LocalCluster for them when it is
 #: given no --scheduler, and adds them to part b's methods when it is given one
 DASK_METHODS = ("svd_compressed",)
@@ -178,7 +216,8 @@ def register_runner(runner, *, replace=False):
         raise ValueError(f"a runner named {runner.name!r} exists; pass replace=True")
     bad = [p for p in runner.parts if p not in PARTS]
     if bad or not runner.parts:
-        raise ValueError(f"runner.parts must be a non-empty subset of {PARTS}, got "
-                         f"{runner.parts!r}")
+        raise ValueError(
+            f"runner.parts must be a non-empty subset of {PARTS}, got {runner.parts!r}"
+        )
     RUNNERS[runner.name] = runner
     return runner

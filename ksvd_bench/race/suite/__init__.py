@@ -80,6 +80,16 @@ from ksvd_bench.race.suite.run import (
     write_record,
 )
 
-__all__ = ["COLLECTIONS", "DEFAULT_COLLECTION", "Collection", "ProblemSpec", "get_collection",
-           "SUITE_FILE", "SuiteResult", "failures_table", "records_from_rows", "run_suite",
-           "write_record"]
+__all__ = [
+    "COLLECTIONS",
+    "DEFAULT_COLLECTION",
+    "Collection",
+    "ProblemSpec",
+    "get_collection",
+    "SUITE_FILE",
+    "SuiteResult",
+    "failures_table",
+    "records_from_rows",
+    "run_suite",
+    "write_record",
+]

@@ -13,30 +13,53 @@ def add_parser(sub):
     from ksvd_bench.race.suite.collection import COLLECTIONS, DEFAULT_COLLECTION
 
     p = sub.add_parser(
-        "suite", help="race a fixed problem collection: performance and data profiles",
+        "suite",
+        help="race a fixed problem collection: performance and data profiles",
         description="Race every solver on every problem of a fixed, versioned collection "
-                    "(compare's race, one problem at a time), then record per problem, "
-                    "solver, measure and tolerance the time to solve, the passes over G and "
-                    "entries read, and why a solver failed; draw Dolan-More performance "
-                    "profiles and data profiles. The collection's name and version are in "
-                    "every result.")
-    p.add_argument("--collection", default=DEFAULT_COLLECTION, choices=tuple(COLLECTIONS),
-                   help="the collection (default: %(default)s)")
-    p.add_argument("--quick", action="store_true",
-                   help="one seed, shorter sweeps, smaller shaped problems, PubMed left out "
-                        "(about 10 minutes on 2 cores)")
-    p.add_argument("--problems", nargs="+", default=None, metavar="NAME",
-                   help="race only these problems of the collection")
-    p.add_argument("--list", action="store_true",
-                   help="print the collection's problems and settings, and exit")
+        "(compare's race, one problem at a time), then record per problem, "
+        "solver, measure and tolerance the time to solve, the passes over G and "
+        "entries read, and why a solver failed; draw Dolan-More performance "
+        "profiles and data profiles. The collection's name and version are in "
+        "every result.",
+    )
+    p.add_argument(
+        "--collection",
+        default=DEFAULT_COLLECTION,
+        choices=tuple(COLLECTIONS),
+        help="the collection (default: %(default)s)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="one seed, shorter sweeps, smaller shaped problems, PubMed left out "
+        "(about 10 minutes on 2 cores)",
+    )
+    p.add_argument(
+        "--problems",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="race only these problems of the collection",
+    )
+    p.add_argument(
+        "--list", action="store_true", help="print the collection's problems and settings, and exit"
+    )
     p.add_argument("--threads", type=thread_count, default=DEFAULT_THREADS, help=THREADS_HELP)
-    p.add_argument("--out", type=out_dir, default="results/suite",
-                   help="output directory, checked before any work (default: %(default)s)")
+    p.add_argument(
+        "--out",
+        type=out_dir,
+        default="results/suite",
+        help="output directory, checked before any work (default: %(default)s)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    p.add_argument("--record", default=None, metavar="FILE",
-                   help="also keep the run (collection, records, failures, machine, load, "
-                        "command line; rows without their sweeps) in FILE (the repository "
-                        "keeps benchmarks/recorded/suite/suite.json)")
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="FILE",
+        help="also keep the run (collection, records, failures, machine, load, "
+        "command line; rows without their sweeps) in FILE (the repository "
+        "keeps benchmarks/recorded/suite/suite.json)",
+    )
     p.set_defaults(func=run_suite_command, check=check_suite, parser=p)
     return p
 
@@ -48,8 +71,10 @@ def check_suite(args, parser):
     known = [s.name for s in get_collection(args.collection).problems]
     for name in args.problems or ():
         if name not in known:
-            parser.error(f"argument --problems: {name!r} is not a problem of collection "
-                         f"{args.collection!r} ({', '.join(known)})")
+            parser.error(
+                f"argument --problems: {name!r} is not a problem of collection "
+                f"{args.collection!r} ({', '.join(known)})"
+            )
     if not args.list:
         check_out(args, parser)
     if args.record is not None:
@@ -64,13 +89,16 @@ def check_suite(args, parser):
 
 
 def _listing(collection, quick):
-    lines = [f"collection {collection.name!r} version {collection.version}"
-             f"{' (quick)' if quick else ''}: {collection.description}"]
+    lines = [
+        f"collection {collection.name!r} version {collection.version}"
+        f"{' (quick)' if quick else ''}: {collection.description}"
+    ]
     for spec in collection.problems_for(quick):
         lines.append(f"  {spec.name:<16} {spec.description}")
     settings = collection.quick_settings if quick else collection.settings
-    lines.append("  settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()
-                                            if k != "methods"))
+    lines.append(
+        "  settings: " + ", ".join(f"{k}={v}" for k, v in settings.items() if k != "methods")
+    )
     lines.append("  methods: " + ", ".join(settings["methods"]))
     return "\n".join(lines)
 
@@ -84,16 +112,17 @@ def format_suite(result):
         total[r["solver"]] += 1
         solved[r["solver"]] += r["status"] == "converged"
     c = result.collection
-    lines = [f"suite {c['name']} v{c['version']}{' (quick)' if c['quick'] else ''}: "
-             f"{len(c['problems'])} problems, {len(result.records)} records, "
-             f"{result.meta['wall_seconds']:.0f} s; load before/after "
-             f"{result.meta['load_average']}",
-             "solved (problem x measure x eps) per solver:"]
+    lines = [
+        f"suite {c['name']} v{c['version']}{' (quick)' if c['quick'] else ''}: "
+        f"{len(c['problems'])} problems, {len(result.records)} records, "
+        f"{result.meta['wall_seconds']:.0f} s; load before/after "
+        f"{result.meta['load_average']}",
+        "solved (problem x measure x eps) per solver:",
+    ]
     for solver in sorted(total, key=lambda s: (-solved[s], s)):
         lines.append(f"  {solver:<40} {solved[solver]:>3}/{total[solver]}")
     by_status = Counter(f["status"] for f in result.failures)
-    lines.append("failures: " + (", ".join(f"{n} {s}" for s, n in by_status.items())
-                                 or "none"))
+    lines.append("failures: " + (", ".join(f"{n} {s}" for s, n in by_status.items()) or "none"))
     return "\n".join(lines)
 
 
@@ -107,10 +136,15 @@ def run_suite_command(args):
     if args.list:
         print(_listing(get_collection(args.collection), args.quick))
         return 0
-    result = run_suite(args.collection, out=args.out, quick=args.quick,
-                       problems=args.problems, threads=args.threads,
-                       progress=not args.no_progress,
-                       command_line=getattr(args, "command_line", None))
+    result = run_suite(
+        args.collection,
+        out=args.out,
+        quick=args.quick,
+        problems=args.problems,
+        threads=args.threads,
+        progress=not args.no_progress,
+        command_line=getattr(args, "command_line", None),
+    )
     if args.record is not None:
         result.paths["record"] = str(write_record(result, args.record))
     report = result.paths.pop("report", None)

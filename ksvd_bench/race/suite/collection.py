@@ -37,8 +37,14 @@ from dataclasses import dataclass, field
 
 from ksvd_bench.race.compare import DEFAULT_METHODS
 
-__all__ = ["ProblemSpec", "Collection", "COLLECTIONS", "DEFAULT_COLLECTION", "QUICK_SKIPS",
-           "get_collection"]
+__all__ = [
+    "ProblemSpec",
+    "Collection",
+    "COLLECTIONS",
+    "DEFAULT_COLLECTION",
+    "QUICK_SKIPS",
+    "get_collection",
+]
 
 #: the collection ``ksvd-bench suite`` races when none is named
 DEFAULT_COLLECTION = "default"
@@ -93,11 +99,16 @@ class Collection:
 
     def record(self, quick):
         """What every result keeps of the collection."""
-        return {"name": self.name, "version": self.version, "quick": bool(quick),
-                "description": self.description,
-                "problems": [{"name": p.name, "description": p.description}
-                             for p in self.problems_for(quick)],
-                "skipped_in_quick": list(self.quick_skips) if quick else []}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "quick": bool(quick),
+            "description": self.description,
+            "problems": [
+                {"name": p.name, "description": p.description} for p in self.problems_for(quick)
+            ],
+            "skipped_in_quick": list(self.quick_skips) if quick else [],
+        }
 
 
 # --------------------------------------------------------------------------- the builders
@@ -108,6 +119,7 @@ def _named(name):
         from ksvd_bench.race.problems import build_problem
 
         return build_problem(name, random_state=seed)
+
     return build
 
 
@@ -116,15 +128,15 @@ def _ionosphere(quick, seed):
     from ksvd_bench.race.problems import problem_from_data
 
     X = load_table("ionosphere")[0]
-    return problem_from_data(X, name="ionosphere", compat="pca", center=True,
-                             random_state=seed)
+    return problem_from_data(X, name="ionosphere", compat="pca", center=True, random_state=seed)
 
 
 def _rare_clusters(quick, seed):
     from ksvd_bench.race.problems import build_problem
 
-    return build_problem("rare-clusters", shape=(2000, 2000) if quick else (6000, 6000),
-                         random_state=seed)
+    return build_problem(
+        "rare-clusters", shape=(2000, 2000) if quick else (6000, 6000), random_state=seed
+    )
 
 
 def _digits(quick, seed):
@@ -134,8 +146,14 @@ def _digits(quick, seed):
 
     digits = load_digits()
     X, y = digits.data.astype(float), digits.target
-    return problem_from_points(X[y < 5], X[y >= 5], name="digits-by-class", center=False,
-                               random_state=seed, source="sklearn.datasets.load_digits")
+    return problem_from_points(
+        X[y < 5],
+        X[y >= 5],
+        name="digits-by-class",
+        center=False,
+        random_state=seed,
+        source="sklearn.datasets.load_digits",
+    )
 
 
 def _synthetic(name, decay):
@@ -143,10 +161,15 @@ def _synthetic(name, decay):
         from ksvd_bench.race.problems import build_problem
 
         shape = (800, 600) if quick else (1500, 1200)
-        problem = build_problem("synthetic", shape=shape, random_state=seed,
-                                synthetic_options={"rank": 20, "decay": decay})
+        problem = build_problem(
+            "synthetic",
+            shape=shape,
+            random_state=seed,
+            synthetic_options={"rank": 20, "decay": decay},
+        )
         problem.name = name
         return problem
+
     return build
 
 
@@ -161,9 +184,16 @@ def _lazy_points(quick, seed):
 
     n = LAZY_SIZES[1] if quick else LAZY_SIZES[0]
     P = make_clustered_points(n, n, 16, 20, random_state=seed)
-    return problem_from_points(P.X, P.Z, name="lazy-points", gamma=float(P.gamma),
-                               center=False, memory_limit=LAZY_MEMORY_LIMIT,
-                               random_state=seed, source="make_clustered_points(d=16, K=20)")
+    return problem_from_points(
+        P.X,
+        P.Z,
+        name="lazy-points",
+        gamma=float(P.gamma),
+        center=False,
+        memory_limit=LAZY_MEMORY_LIMIT,
+        random_state=seed,
+        source="make_clustered_points(d=16, K=20)",
+    )
 
 
 _NO_TSVD = tuple(m for m in DEFAULT_METHODS if m != "tsvd")
@@ -171,24 +201,37 @@ _NO_TSVD = tuple(m for m in DEFAULT_METHODS if m != "tsvd")
 _DEFAULT_PROBLEMS = (
     ProblemSpec("cora", "citation graph 2708 x 2708, centred SNE", _named("cora")),
     ProblemSpec("citeseer", "citation graph 3312 x 3312, centred SNE", _named("citeseer")),
-    ProblemSpec("pubmed", "citation graph 19717 x 19717, centred SNE (factor 0.5)",
-                _named("pubmed")),
-    ProblemSpec("ionosphere", "UCI table 351 x 34 as a data matrix, centred SNE, pca compat",
-                _ionosphere),
-    ProblemSpec("rare-clusters", "20 clusters, 6 rare, d = 64, uncentred SNE",
-                _rare_clusters),
-    ProblemSpec("digits-by-class", "load_digits: digits 0-4 x digits 5-9 points, SNE",
-                _digits),
-    ProblemSpec("synthetic-fast", "planted rank 20, exponential decay", _synthetic(
-        "synthetic-fast", "exponential")),
-    ProblemSpec("synthetic-poly", "planted rank 20, polynomial decay 1/k", _synthetic(
-        "synthetic-poly", "polynomial")),
-    ProblemSpec("synthetic-flat", "planted rank 20, flat, gap to noise 1e-3", _synthetic(
-        "synthetic-flat", "flat")),
-    ProblemSpec("lazy-points", "two clustered point sets N = M = 20000 (quick 4000), lazy",
-                _lazy_points, methods=_NO_TSVD,
-                skip_reason="not raced: ARPACK on a lazy G takes hundreds of passes, each "
-                            "evaluating every kernel entry"),
+    ProblemSpec(
+        "pubmed", "citation graph 19717 x 19717, centred SNE (factor 0.5)", _named("pubmed")
+    ),
+    ProblemSpec(
+        "ionosphere", "UCI table 351 x 34 as a data matrix, centred SNE, pca compat", _ionosphere
+    ),
+    ProblemSpec("rare-clusters", "20 clusters, 6 rare, d = 64, uncentred SNE", _rare_clusters),
+    ProblemSpec("digits-by-class", "load_digits: digits 0-4 x digits 5-9 points, SNE", _digits),
+    ProblemSpec(
+        "synthetic-fast",
+        "planted rank 20, exponential decay",
+        _synthetic("synthetic-fast", "exponential"),
+    ),
+    ProblemSpec(
+        "synthetic-poly",
+        "planted rank 20, polynomial decay 1/k",
+        _synthetic("synthetic-poly", "polynomial"),
+    ),
+    ProblemSpec(
+        "synthetic-flat",
+        "planted rank 20, flat, gap to noise 1e-3",
+        _synthetic("synthetic-flat", "flat"),
+    ),
+    ProblemSpec(
+        "lazy-points",
+        "two clustered point sets N = M = 20000 (quick 4000), lazy",
+        _lazy_points,
+        methods=_NO_TSVD,
+        skip_reason="not raced: ARPACK on a lazy G takes hundreds of passes, each "
+        "evaluating every kernel entry",
+    ),
 )
 
 #: problems a ``--quick`` run leaves out (the record says so): PubMed's dense 19717 x 19717
@@ -197,18 +240,29 @@ QUICK_SKIPS = ("pubmed",)
 
 #: the race of the default collection: the strict measures (uniform eta, lowrank) at 1e-1 and
 #: 1e-2, every compare entry; quick: one seed and shorter sweeps
-_SETTINGS = {"rank": 20, "eps": (0.1, 0.01), "weights": ("uniform", "lowrank"), "seeds": 3,
-             "methods": DEFAULT_METHODS, "budget_seconds": 3.0, "sweep_limit": 20.0,
-             "random_state": 0}
+_SETTINGS = {
+    "rank": 20,
+    "eps": (0.1, 0.01),
+    "weights": ("uniform", "lowrank"),
+    "seeds": 3,
+    "methods": DEFAULT_METHODS,
+    "budget_seconds": 3.0,
+    "sweep_limit": 20.0,
+    "random_state": 0,
+}
 _QUICK = {**_SETTINGS, "seeds": 1, "budget_seconds": 1.0, "sweep_limit": 6.0}
 
 COLLECTIONS = {
     "default": Collection(
-        name="default", version=1,
+        name="default",
+        version=1,
         description="the citation graphs, a UCI table, rare clusters, digits as two point "
-                    "sets, three synthetic decays and one lazy problem at N = M = 20000",
-        problems=_DEFAULT_PROBLEMS, settings=_SETTINGS, quick_settings=_QUICK,
-        quick_skips=QUICK_SKIPS),
+        "sets, three synthetic decays and one lazy problem at N = M = 20000",
+        problems=_DEFAULT_PROBLEMS,
+        settings=_SETTINGS,
+        quick_settings=_QUICK,
+        quick_skips=QUICK_SKIPS,
+    ),
 }
 
 

@@ -16,8 +16,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SuiteResult", "run_suite", "records_from_rows", "failures_table", "write_record",
-           "SUITE_FILE"]
+__all__ = [
+    "SuiteResult",
+    "run_suite",
+    "records_from_rows",
+    "failures_table",
+    "write_record",
+    "SUITE_FILE",
+]
 
 SUITE_FILE = "suite.json"
 
@@ -51,14 +57,21 @@ class SuiteResult:
 
     def __repr__(self):
         solved = sum(r["status"] == "converged" for r in self.records)
-        return (f"SuiteResult(collection={self.collection['name']!r} "
-                f"v{self.collection['version']}, quick={self.collection['quick']}, "
-                f"problems={len(self.collection['problems'])}, records={len(self.records)} "
-                f"({solved} solved), paths={sorted(self.paths)})")
+        return (
+            f"SuiteResult(collection={self.collection['name']!r} "
+            f"v{self.collection['version']}, quick={self.collection['quick']}, "
+            f"problems={len(self.collection['problems'])}, records={len(self.records)} "
+            f"({solved} solved), paths={sorted(self.paths)})"
+        )
 
     def to_json(self):
-        return {"collection": self.collection, "records": self.records,
-                "failures": self.failures, "meta": self.meta, "rows": self.rows}
+        return {
+            "collection": self.collection,
+            "records": self.records,
+            "failures": self.failures,
+            "meta": self.meta,
+            "rows": self.rows,
+        }
 
 
 def _entries(row):
@@ -77,11 +90,11 @@ def _reason(row, status):
     if status == "stopped early, wrong":
         sv = row.get("sv_error")
         sv = f"sv error {sv:.3g}" if isinstance(sv, (int, float)) else "sv error unknown"
-        return f"stopped early, wrong: {sv} > eps {row['eps']:g}" + (f"; {note}" if note
-                                                                        else "")
+        return f"stopped early, wrong: {sv} > eps {row['eps']:g}" + (f"; {note}" if note else "")
     if status == "unreliable":
         return "unreliable: the solver's own check flagged the answer" + (
-            f"; {note}" if note else "")
+            f"; {note}" if note else ""
+        )
     return note or "not converged"
 
 
@@ -122,23 +135,43 @@ def records_from_rows(rows, collection, *, skipped=(), skip_reason=None):
         if status == "converged" and seconds is None:
             status = "not converged"
         rec = {
-            "problem": row["dataset"], "solver": row["method"], "measure": measure_label(row),
-            "eps": float(row["eps"]), "seconds": float(seconds) if solved else math.inf,
-            "passes": row.get("n_passes"), "entries_read": _entries(row), "status": status,
-            "reason": _reason(row, status), "shape": row.get("shape"),
-            "n_seeds": row.get("n_seeds"), "stop": row.get("stop"),
-            "collection": collection["name"], "collection_version": collection["version"],
+            "problem": row["dataset"],
+            "solver": row["method"],
+            "measure": measure_label(row),
+            "eps": float(row["eps"]),
+            "seconds": float(seconds) if solved else math.inf,
+            "passes": row.get("n_passes"),
+            "entries_read": _entries(row),
+            "status": status,
+            "reason": _reason(row, status),
+            "shape": row.get("shape"),
+            "n_seeds": row.get("n_seeds"),
+            "stop": row.get("stop"),
+            "collection": collection["name"],
+            "collection_version": collection["version"],
         }
         out.append(rec)
         cells[(rec["measure"], rec["eps"])] = (row["dataset"], row.get("shape"))
     for method in skipped:
         for (measure, eps), (problem, shape) in cells.items():
-            out.append({"problem": problem, "solver": method, "measure": measure, "eps": eps,
-                        "seconds": math.inf, "passes": None, "entries_read": None,
-                        "status": "not converged", "reason": skip_reason or "not raced",
-                        "shape": shape, "n_seeds": 0, "stop": "skipped",
-                        "collection": collection["name"],
-                        "collection_version": collection["version"]})
+            out.append(
+                {
+                    "problem": problem,
+                    "solver": method,
+                    "measure": measure,
+                    "eps": eps,
+                    "seconds": math.inf,
+                    "passes": None,
+                    "entries_read": None,
+                    "status": "not converged",
+                    "reason": skip_reason or "not raced",
+                    "shape": shape,
+                    "n_seeds": 0,
+                    "stop": "skipped",
+                    "collection": collection["name"],
+                    "collection_version": collection["version"],
+                }
+            )
     return out
 
 
@@ -154,17 +187,42 @@ def _load():
 
 def _problem_info(problem, result):
     ref = result.meta["reference"][problem.name]
-    return {"name": problem.name, "shape": list(problem.shape), "kernel": problem.kernel,
-            "gamma": problem.gamma, "lazy": problem.is_lazy, "source": problem.source,
-            "points": problem.points is not None, "structured": problem.supports_structured,
-            "kernel_seconds": problem.kernel_seconds,
-            "reference": {k: ref.get(k) for k in ("method", "seconds_not_charged", "cached",
-                                                  "n_triplets", "note", "estimated_error")
-                          if k in ref}}
+    return {
+        "name": problem.name,
+        "shape": list(problem.shape),
+        "kernel": problem.kernel,
+        "gamma": problem.gamma,
+        "lazy": problem.is_lazy,
+        "source": problem.source,
+        "points": problem.points is not None,
+        "structured": problem.supports_structured,
+        "kernel_seconds": problem.kernel_seconds,
+        "reference": {
+            k: ref.get(k)
+            for k in (
+                "method",
+                "seconds_not_charged",
+                "cached",
+                "n_triplets",
+                "note",
+                "estimated_error",
+            )
+            if k in ref
+        },
+    }
 
 
-def run_suite(collection="default", *, out, quick=False, problems=None, threads=1,
-              progress=True, command_line=None, report=True):
+def run_suite(
+    collection="default",
+    *,
+    out,
+    quick=False,
+    problems=None,
+    threads=1,
+    progress=True,
+    command_line=None,
+    report=True,
+):
     """Race every problem of a collection and write its records, profiles and report.
 
     Parameters
@@ -209,8 +267,9 @@ def run_suite(collection="default", *, out, quick=False, problems=None, threads=
         known = [p.name for p in coll.problems]
         for name in problems:
             if name not in known:
-                raise ValueError(f"problems must be drawn from collection {coll.name!r}'s "
-                                 f"{known}, got {name!r}")
+                raise ValueError(
+                    f"problems must be drawn from collection {coll.name!r}'s {known}, got {name!r}"
+                )
         specs = tuple(p for p in specs if p.name in set(problems))
     out = Path(check_out_dir(out, "out"))
     settings = dict(coll.quick_settings if quick else coll.settings)
@@ -226,39 +285,62 @@ def run_suite(collection="default", *, out, quick=False, problems=None, threads=
         t0 = time.perf_counter()
         problem = spec.build(quick, settings["random_state"])
         raced = tuple(m for m in (spec.methods or methods) if m in methods)
-        result = run_compare([problem], methods=raced, threads=threads,
-                             cache_dir=out / "reference_cache", progress=progress,
-                             command_line=command_line, **settings)
+        result = run_compare(
+            [problem],
+            methods=raced,
+            threads=threads,
+            cache_dir=out / "reference_cache",
+            progress=progress,
+            command_line=command_line,
+            **settings,
+        )
         for row in result.rows:
             row.update(collection=coll.name, collection_version=coll.version)
         # compare's record of the problem, per-seed runs included; the one page is the
         # suite's (a page per problem would draw every figure twice)
-        write_json(out / "problems" / spec.name / "compare.json",
-                   {"meta": {**result.meta, "collection": record_head}, "rows": result.rows,
-                    "runs": result.runs})
+        write_json(
+            out / "problems" / spec.name / "compare.json",
+            {
+                "meta": {**result.meta, "collection": record_head},
+                "rows": result.rows,
+                "runs": result.runs,
+            },
+        )
         rows += result.rows
         skipped = [m for m in methods if m not in raced]
-        records += records_from_rows(result.rows, record, skipped=skipped,
-                                     skip_reason=spec.skip_reason)
-        infos.append({**_problem_info(problem, result), "description": spec.description,
-                      "methods_skipped": skipped})
-        metas[spec.name] = {k: result.meta.get(k) for k in ("max_effort", "threads",
-                                                            "blas_threads", "seeds")}
+        records += records_from_rows(
+            result.rows, record, skipped=skipped, skip_reason=spec.skip_reason
+        )
+        infos.append(
+            {
+                **_problem_info(problem, result),
+                "description": spec.description,
+                "methods_skipped": skipped,
+            }
+        )
+        metas[spec.name] = {
+            k: result.meta.get(k) for k in ("max_effort", "threads", "blas_threads", "seeds")
+        }
         seconds[spec.name] = time.perf_counter() - t0
         del problem, result
     load["after"] = _load()
     record["problems"] = infos
     meta = {
-        "command": "suite", "command_line": command_line, "settings": {**settings,
-                                                                       "methods": methods},
-        "threads": threads, "machine": machine_info(), "load_average": load,
-        "wall_seconds": time.perf_counter() - t_start, "wall_seconds_per_problem": seconds,
-        "compare": metas, "record_shape": "see ksvd_bench.race.suite (module docstring)",
-        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"),
+        "command": "suite",
+        "command_line": command_line,
+        "settings": {**settings, "methods": methods},
+        "threads": threads,
+        "machine": machine_info(),
+        "load_average": load,
+        "wall_seconds": time.perf_counter() - t_start,
+        "wall_seconds_per_problem": seconds,
+        "compare": metas,
+        "record_shape": "see ksvd_bench.race.suite (module docstring)",
+        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    result = SuiteResult(collection=record, records=records, rows=rows,
-                         failures=failures_table(records), meta=meta)
+    result = SuiteResult(
+        collection=record, records=records, rows=rows, failures=failures_table(records), meta=meta
+    )
     result.paths = write_suite_files(result, out, report=report)
     return result
 
@@ -268,9 +350,11 @@ def write_suite_files(result, out, *, report=True):
     from ksvd_bench.report import write_csv, write_json
 
     out = Path(out)
-    paths = {"json": write_json(out / SUITE_FILE, result.to_json()),
-             "records_csv": write_csv(out / "suite_records.csv", result.records),
-             "failures_csv": write_csv(out / "failures.csv", result.failures)}
+    paths = {
+        "json": write_json(out / SUITE_FILE, result.to_json()),
+        "records_csv": write_csv(out / "suite_records.csv", result.records),
+        "failures_csv": write_csv(out / "failures.csv", result.failures),
+    }
     if report:
         paths.update(_draw(result, out))
     return {k: str(v) for k, v in paths.items() if v is not None}
@@ -283,8 +367,11 @@ def write_record(result, path):
     from ksvd_bench.report import write_json
 
     recorded = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    payload = {**result.to_json(), "recorded_at": recorded,
-               "rows": [{k: v for k, v in r.items() if k != "history"} for r in result.rows]}
+    payload = {
+        **result.to_json(),
+        "recorded_at": recorded,
+        "rows": [{k: v for k, v in r.items() if k != "history"} for r in result.rows],
+    }
     return write_json(path, payload)
 
 
@@ -302,22 +389,30 @@ def _draw(result, out):
     tables = profile_tables(result.records)
     coll = result.collection
     for (measure, eps), table in tables.items():
-        fig = profiles_figure(table, title=f"{coll['name']} v{coll['version']}"
-                                           f"{' (quick)' if coll['quick'] else ''}: {measure}, "
-                                           f"eps = {eps:g}, {len(table['problems'])} problems")
+        fig = profiles_figure(
+            table,
+            title=f"{coll['name']} v{coll['version']}"
+            f"{' (quick)' if coll['quick'] else ''}: {measure}, "
+            f"eps = {eps:g}, {len(table['problems'])} problems",
+        )
         paths[f"profile {measure} {eps:g}"] = save_figure(
-            fig, out / f"profiles_{_slug(measure)}_{eps:g}.png")
+            fig, out / f"profiles_{_slug(measure)}_{eps:g}.png"
+        )
     try:
         from ksvd_bench.report import html
     except ImportError:  # the page writer is not there yet: the figures and JSON are
         return paths
-    paths["report"] = html.write_report(out, rows=result.rows, meta=result.meta,
-                                        records=result.records,
-                                        title=f"ksvd-bench suite: {coll['name']} "
-                                              f"v{coll['version']}",
-                                        headline_extra=(
-                                            f"collection {coll['name']} version "
-                                            f"{coll['version']}"
-                                            f"{' (quick)' if coll['quick'] else ''}: "
-                                            f"{len(coll['problems'])} problems",))
+    paths["report"] = html.write_report(
+        out,
+        rows=result.rows,
+        meta=result.meta,
+        records=result.records,
+        title=f"ksvd-bench suite: {coll['name']} v{coll['version']}",
+        headline_extra=(
+            f"collection {coll['name']} version "
+            f"{coll['version']}"
+            f"{' (quick)' if coll['quick'] else ''}: "
+            f"{len(coll['problems'])} problems",
+        ),
+    )
     return paths
