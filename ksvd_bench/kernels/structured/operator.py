@@ -22,6 +22,7 @@ from ._kernels import (
     _Threads,
     compile_products,
 )
+from .svd import StructuredParts, exact_svd, structured_svd
 
 #: Largest conditioning of the rank-one-plus-sparse form accepted by
 #: :class:`StructuredKernelSource`: entries then carry at most about
@@ -335,6 +336,11 @@ class StructuredKernelSource:
         self.rank_one_terms = int(self._L.shape[1])
 
     @property
+    def structured_parts(self):
+        """The stored ``T``, ``T^T``, ``L``, ``R`` of ``G = T + L R^T`` (read by the exact SVD)."""
+        return StructuredParts(self._T, self._Tt, self._L, self._R)
+
+    @property
     def cache_key(self):
         """sha256 of the class, the parameters and ``A`` (computed on first access)."""
         if self._cache_key is None:
@@ -495,8 +501,6 @@ class StructuredKernelSource:
 
     def svd(self, rank, **options):
         """Exact top-``rank`` SVD; see :func:`structured_svd`."""
-        from .svd import structured_svd  # the SVD module builds on this one
-
         return structured_svd(self, rank, **options)
 
     def exact_svd(self, rank, *, random_state=None, tol=0.0, maxiter=None, ncv=None):
@@ -515,6 +519,4 @@ class StructuredKernelSource:
             :func:`structured_svd`). Unlike :func:`structured_svd`, the signs are left as
             the solver found them (``tsvd`` applies the sign convention).
         """
-        from .svd import exact_svd
-
         return exact_svd(self, rank, random_state=random_state, tol=tol, maxiter=maxiter, ncv=ncv)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numbers
 import time
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
@@ -26,11 +27,23 @@ from ._kernels import (
     _Threads,
     _transpose_csr,
 )
-from .operator import StructuredKernelSource
 
 # ---------------------------------------------------------------------------------------------
 # exact compression and the SVD
 # ---------------------------------------------------------------------------------------------
+
+
+class StructuredParts(NamedTuple):
+    """The stored factors of ``G = T + L R^T`` that the exact SVD reads (no copies).
+
+    ``T`` and ``Tt`` are ``(indptr, indices, data)`` of ``T`` in CSR and of ``T^T`` in CSR
+    (int64 indices); ``L`` (N x q) and ``R`` (M x q) are C-contiguous in the source's dtype.
+    """
+
+    T: tuple
+    Tt: tuple
+    L: np.ndarray
+    R: np.ndarray
 
 
 def _group_rows(indptr, indices, data, L):
@@ -152,7 +165,8 @@ class _Uncompressed(_Operator):
     """``G`` itself as the core (``Q_r = Q_c = I``): the source's stored parts, no copy."""
 
     def __init__(self, source):
-        super().__init__(source._T, source._Tt, source._L, source._R, source.shape)
+        parts = source.structured_parts
+        super().__init__(parts.T, parts.Tt, parts.L, parts.R, source.shape)
 
     @staticmethod
     def expand_left(Uc):
@@ -165,13 +179,14 @@ class _Grouping:
     """Classes of identical rows and columns of ``G`` and the size of the core they give."""
 
     def __init__(self, source):
-        indptr, indices, data = source._T
-        L = source._L.astype(np.float64)
-        R = source._R.astype(np.float64)
+        parts = source.structured_parts
+        indptr, indices, data = parts.T
+        L = parts.L.astype(np.float64)
+        R = parts.R.astype(np.float64)
         self.row_empty, self.row_reps, self.row_group, self.row_sizes = _group_rows(
             indptr, indices, data, L
         )
-        self.col_empty, self.col_reps, self.col_group, self.col_sizes = _group_rows(*source._Tt, R)
+        self.col_empty, self.col_reps, self.col_group, self.col_sizes = _group_rows(*parts.Tt, R)
         self.Qz, self.LzC = _span_basis(L[self.row_empty])
         self.Qy, self.RyC = _span_basis(R[self.col_empty])
         self.L, self.R = L, R
@@ -185,7 +200,7 @@ class _Compression(_Operator):
     """``G = Q_r C Q_c^T`` with ``C = T_C + L_C R_C^T`` small (see :func:`structured_svd`)."""
 
     def __init__(self, source, groups):
-        indptr, indices, data = source._T
+        indptr, indices, data = source.structured_parts.T
         n, m = source.shape
         self.shape = (n, m)
         self.row_empty, self.row_group, self.row_sizes = (
@@ -280,7 +295,9 @@ def _complete(U, k, rng):
 
 
 def _check_structured_svd_args(source, rank, solver, tol, maxiter, ncv, dense_max, compress):
-    if not isinstance(source, StructuredKernelSource):
+    # Checked by what it offers, not by class: the operator module imports this one (its
+    # svd and exact_svd methods), so importing the class here would close a cycle.
+    if not isinstance(getattr(source, "structured_parts", None), StructuredParts):
         raise TypeError(f"source must be a StructuredKernelSource, got {type(source).__name__}")
     rank = _check_rank(rank, source.shape)
     if solver not in ("auto", "arpack", "dense"):
