@@ -120,8 +120,9 @@ def finish(U, s, V, *, method, effort, tracker, t0, dtype, reliable=True, **extr
     if method != "tsvd" and getattr(tracker, "check_finite", False):
         reliable, extra = _check_magnitude(method, s, reliable, extra)
     order = np.argsort(-np.asarray(s), kind="stable")
-    U = np.array(U[:, order], dtype=dtype)
-    V = np.array(V[:, order], dtype=dtype)
+    # Fancy indexing already copies (fix_signs then writes in place): no second copy.
+    U = np.asarray(U[:, order], dtype=dtype)
+    V = np.asarray(V[:, order], dtype=dtype)
     s = np.asarray(np.asarray(s) / scale, dtype=dtype)[order]
     fix_signs(U, V)
     info = {
