@@ -739,3 +739,5 @@ def test_rows_cut_short_by_the_budget_say_so_everywhere(tmp_path):
     head = headline(result.rows)
     assert head[0].endswith("median over 2 seeds unless marked):")
     assert "on 1 of 2 seeds" in " ".join(head)
+    page = (tmp_path / "report.html").read_text()
+    assert "<td class='num s-short'>1 of 2</td>" in page
