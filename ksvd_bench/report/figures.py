@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 from ksvd_bench.report.files import atomic_path
+from ksvd_bench.report.status import _num as _finite  # float, or None: missing, not finite
 from ksvd_bench.report.status import base_solver
 
 __all__ = [
@@ -195,19 +196,6 @@ def _log_axis(axis):
 
     axis.set_major_locator(LogLocator(base=10, numticks=12))
     axis.set_minor_formatter(NullFormatter())
-
-
-def _finite(value):
-    """``value`` as a float, or None where it is missing or not finite."""
-    import math
-
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
 
 
 def _history(rows):
@@ -495,6 +483,8 @@ def time_to_accuracy_figure(rows, *, title=None, colors=None):
                     fontsize=7,
                     color=color,
                     arrowprops={"arrowstyle": "-", "color": color, "lw": 0.8},
+                    # readable where it crosses other curves
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
                     gid=f"exact-passes:{solver}",
                 )
         _draw_right_points(ax, marks, colors, mark_key, floor)
