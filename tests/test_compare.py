@@ -683,3 +683,61 @@ def test_na_rows_render_in_the_readme_table():
     shown = _display_row(base, paper_key_known=True)
     assert shown["conv"] == "n/a" and shown["name"] == "asym_nys_rpcholesky"
     assert shown["seconds"] == "-" and shown["paper"] == "n/a"
+
+
+def test_rows_record_every_seed_they_ran(synthetic_run):
+    result, _ = synthetic_run
+    ref = [r for r in result.rows if r["stop"] == "reference"]
+    assert {(r["n_seeds"], r["n_seeds_asked"]) for r in ref} == {(2, 2)}
+    assert result.meta["seeds_run"]["synthetic"]["rsvd"] == {
+        "eta[singular_values]": 2,
+        "eta[uniform]": 2,
+        "lowrank": 2,
+    }
+    assert not any("budget ran out" in (r["note"] or "") for r in result.rows)
+
+
+def test_rows_cut_short_by_the_budget_say_so_everywhere(tmp_path):
+    """A budget below one seed's sweep: every raced cell runs 1 of its 2 seeds, and the
+    record (rows, meta, JSON), the table, the README cell and the headline say so."""
+    import re
+
+    from ksvd_bench.race.compare.files import _cell
+    from ksvd_bench.report import headline
+
+    result = run_compare(
+        "synthetic",
+        rank=RANK,
+        eps=0.1,
+        weights=("uniform",),
+        seeds=2,
+        methods=("tsvd", "rsvd"),
+        budget_seconds=1e-9,
+        problem_options=SYNTH,
+        out=tmp_path,
+        progress=False,
+        random_state=3,
+    )
+    ref = [r for r in result.rows if r["stop"] == "reference"]
+    assert {(r["n_seeds"], r["n_seeds_asked"]) for r in ref} == {(1, 2)}
+    assert all("1 of 2 seeds: the cell's 1e-09 s budget ran out first" in r["note"] for r in ref)
+    # the residual stop runs seed 1 by design: it asked 1
+    res = [r for r in result.rows if r["stop"] == "residual"]
+    assert res and {(r["n_seeds"], r["n_seeds_asked"]) for r in res} == {(1, 1)}
+    assert result.meta["n_seeds"] == 2
+    assert result.meta["seeds_run"] == {
+        "synthetic": {"tsvd": {"eta[uniform]": 1}, "rsvd": {"eta[uniform]": 1}}
+    }
+    saved = json.loads((tmp_path / "compare.json").read_text())
+    assert saved["meta"]["seeds_run"] == result.meta["seeds_run"]
+    assert [(r["n_seeds"], r["n_seeds_asked"]) for r in saved["rows"]] == [
+        (r["n_seeds"], r["n_seeds_asked"]) for r in result.rows
+    ]
+    assert re.search(r"^\s*rsvd\s+[01]/1\* ", format_compare(result), re.MULTILINE)
+    rsvd = next(r for r in ref if r["method"] == "rsvd")
+    assert _cell(rsvd).endswith(", 1 of 2 seeds)" if not rsvd["converged"] else ", 1 of 2 seeds")
+    head = headline(result.rows)
+    assert head[0].endswith("median over 2 seeds unless marked):")
+    assert "on 1 of 2 seeds" in " ".join(head)
+    page = (tmp_path / "report.html").read_text()
+    assert "<td class='num s-short'>1 of 2</td>" in page

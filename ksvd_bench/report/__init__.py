@@ -24,14 +24,20 @@ and, where present:
 
 - ``status``: one of ``"converged"``, ``"not converged"``, ``"unreliable"``,
   ``"stopped early, wrong"`` (derived from the older fields when absent);
+- ``n_seeds`` and ``n_seeds_asked``: the seeds the row ran, of those asked; a time on fewer
+  is marked in the headline and the page (:func:`~ksvd_bench.report.winners.seeds_mark`);
 - ``history``: the effort sweep, a list of points, one per (seed, effort) tried::
 
       {"seed": int, "effort": int, "seconds": float, "passes": float,
-       "entries_read": float or None, "value": float, "sv_error": float or None}
+       "entries_read": float or None, "value": float, "sv_error": float or None,
+       "triplet_residual": float or None, "status": str}
 
-  ``value`` is the row's measure at that effort. The page draws ``value`` against
-  ``seconds`` and against ``passes`` (median over seeds, min-max band); rows without a
-  history are drawn as one point at their found effort.
+  ``value`` is the row's measure at that effort, ``status`` that answer's verdict at the
+  row's eps. The page draws ``value`` against ``seconds`` and against ``passes`` (median
+  over seeds, min-max band), with the marks of
+  :func:`~ksvd_bench.report.figures.curve_marks` (where the whole answer is first right,
+  the winner, the points that meet eps on the measure only); rows without a history are
+  drawn as one point at their found effort.
 
 *Suite records* (``records``), one per (problem, solver, measure, tolerance)::
 

@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 from ksvd_bench.report.files import atomic_path
+from ksvd_bench.report.status import _num as _finite  # float, or None: missing, not finite
 from ksvd_bench.report.status import base_solver
 
 __all__ = [
@@ -20,6 +21,9 @@ __all__ = [
     "figure_data_uri",
     "solver_colors",
     "time_to_accuracy_figure",
+    "curve_marks",
+    "CHECK_WORDS",
+    "EXACT_PASSES_NOTE",
     "profiles_figure",
 ]
 
@@ -194,27 +198,224 @@ def _log_axis(axis):
     axis.set_minor_formatter(NullFormatter())
 
 
-def _sweep_points(rows, x_key, floor=_ERROR_FLOOR):
-    """(x, median value, min value, max value) per effort over seeds, sorted by effort."""
-    import numpy as np
-
+def _history(rows):
+    """The sweep points of ``rows``, one per (seed, effort): the first row's (the value does
+    not depend on the row's eps; the status does, see :func:`_hollow_checks`)."""
     seen = {}
     for row in rows:
         for p in row.get("history") or []:
-            key = (p.get("seed"), p.get("effort"))
-            if key not in seen:
-                seen[key] = p
+            seen.setdefault((p.get("seed"), p.get("effort")), p)
+    return seen
+
+
+def _sweep_points(rows, x_key, floor=_ERROR_FLOOR):
+    """``(points, efforts)``: per effort, (x, median value, min value, max value) over seeds,
+    sorted by effort, and the efforts in that order."""
+    import numpy as np
+
     by_effort = {}
-    for p in seen.values():
-        x, v = p.get(x_key), p.get("value")
-        if x is None or v is None or not np.isfinite(x) or not np.isfinite(v):
+    for p in _history(rows).values():
+        x, v = _finite(p.get(x_key)), _finite(p.get("value"))
+        if x is None or v is None:
             continue
-        by_effort.setdefault(p.get("effort"), []).append((float(x), max(float(v), floor)))
-    out = []
-    for effort in sorted(by_effort, key=lambda e: (e is None, e)):
+        by_effort.setdefault(p.get("effort"), []).append((x, max(v, floor)))
+    out, efforts = [], sorted(by_effort, key=lambda e: (e is None, e))
+    for effort in efforts:
         xs, vs = np.array(by_effort[effort]).T
         out.append((float(np.median(xs)), float(np.median(vs)), float(vs.min()), float(vs.max())))
-    return np.array(out) if out else np.empty((0, 4))
+    return (np.array(out) if out else np.empty((0, 4))), efforts
+
+
+#: the parts of the whole-triplet rule besides the measure, in the words the caption uses
+CHECK_WORDS = {
+    "sv_error": "singular values off by > eps",
+    "triplet_residual": "triplets off by > eps",
+    "reliable": "not certified reliable",
+    "seeds": "not every seed within eps",
+}
+
+
+def _failed_checks(point, eps):
+    """The checks an answer (a sweep point judged at ``eps``) fails besides the measure: keys
+    of :data:`CHECK_WORDS`. ``reliable`` False or None (unverified) is not certified: the
+    point's status is then not ``"converged"``, and no other check explains it."""
+    failed = []
+    value = _finite(point.get("value"))
+    if value is None or value > eps:
+        failed.append("seeds")
+    for key in ("sv_error", "triplet_residual"):
+        v = _finite(point.get(key))
+        if v is not None and v > eps:
+            failed.append(key)
+    if point.get("status") == "unreliable" or (not failed and point.get("status") != "converged"):
+        failed.append("reliable")
+    return failed
+
+
+def _hollow_checks(rows):
+    """Per effort of a solver's curve whose median value (over seeds) meets an eps: the checks
+    some seed's answer at that effort fails at that eps (empty: right at every eps it meets).
+
+    Read from the rows' sweeps at each eps (each point's ``status`` is judged at its row's
+    eps); a stopping-rule row judges its own stop, not the race, and is left out.
+    """
+    import numpy as np
+
+    judged = {}  # effort -> eps -> [points over seeds]
+    for row in rows:
+        eps = _finite(row.get("eps"))
+        if eps is None or row.get("stop") not in ("reference", "exact"):
+            continue
+        for p in row.get("history") or []:
+            if p.get("status") is not None:  # older sweeps were not judged point by point
+                judged.setdefault(p.get("effort"), {}).setdefault(eps, []).append(p)
+    out = {}
+    for effort, by_eps in judged.items():
+        checks = set()
+        for eps, points in by_eps.items():
+            values = [v for p in points if (v := _finite(p.get("value"))) is not None]
+            if not values or float(np.median(values)) > eps:
+                continue
+            for p in points:
+                if p.get("status") != "converged":
+                    checks.update(_failed_checks(p, eps))
+        out[effort] = checks
+    return out
+
+
+def curve_marks(rows):
+    """What :func:`time_to_accuracy_figure` marks on one problem's rows under one measure, and
+    what its caption must say.
+
+    Returns
+    -------
+    dict
+        ``right``: one dict per right row: ``solver``, ``method``, ``eps``, ``seconds``,
+        ``passes``, ``value`` (the row's: median over its seeds' first right answers),
+        ``ring`` (True: the race's own row, drawn as a ring; a stopping-rule row is listed
+        only where it wins), ``winner`` (the fastest right answer at that eps) and
+        ``raced_winner`` (the fastest raced one, where the winner is an exact path). ``hollow``:
+        ``{solver: {effort: checks}}``, the curve points whose median value meets an eps
+        but whose answers fail another check there (keys of :data:`CHECK_WORDS`).
+        ``checks``: ``{solver: checks}``, their union. ``winners``: ``{eps: (winner,
+        raced winner or None)}``. ``one_seed``: solvers drawn from rows that ran one seed
+        (no band). ``exact``: solvers that are exact paths (``stop == "exact"``: their
+        products are with a structured operator, not passes over G).
+        ``not_applicable``: solvers that do not apply to the problem (not drawn).
+    """
+    from ksvd_bench.report.status import applies, is_right
+    from ksvd_bench.report.winners import verdicts
+
+    rows = list(rows)
+    found = {_finite(v["eps"]): v for v in verdicts(rows)}
+    winners = {eps: (v["winner"], v.get("raced_winner")) for eps, v in found.items() if v["winner"]}
+    by_solver = {}
+    for row in rows:
+        by_solver.setdefault(base_solver(row.get("method", "?")), []).append(row)
+    right, hollow, one_seed, exact, na = [], {}, [], [], []
+    for solver, srows in by_solver.items():
+        raced = [r for r in srows if r.get("stop") in ("reference", "exact")]
+        if srows and not any(applies(r) for r in srows):
+            na.append(solver)
+            continue
+        if any(r.get("stop") == "exact" for r in srows):
+            exact.append(solver)
+        if any(r.get("history") for r in raced) and all(r.get("n_seeds") == 1 for r in raced):
+            one_seed.append(solver)
+        marks = {e: c for e, c in _hollow_checks(srows).items() if c}
+        if marks:
+            hollow[solver] = marks
+        for r in srows:
+            eps = _finite(r.get("eps"))
+            if not is_right(r) or eps is None:
+                continue
+            won = winners.get(eps, (None, None))
+            mark = {
+                "solver": solver,
+                "method": str(r.get("method")),
+                "eps": eps,
+                "seconds": _finite(r.get("seconds")),
+                "passes": _finite(r.get("n_passes")),
+                "value": _finite(r.get("value")),
+                "ring": r in raced,
+                "winner": won[0] == r.get("method"),
+                "raced_winner": won[1] == r.get("method"),
+            }
+            # a stopping-rule row is marked only where it wins: it is not the race's sweep
+            if mark["ring"] or mark["winner"] or mark["raced_winner"]:
+                right.append(mark)
+    return {
+        "right": right,
+        "hollow": hollow,
+        "checks": {s: set().union(*m.values()) for s, m in hollow.items()},
+        "winners": winners,
+        "one_seed": one_seed,
+        "exact": exact,
+        "not_applicable": na,
+    }
+
+
+#: the note on an exact path's point in the passes panel
+EXACT_PASSES_NOTE = "products with the sparse operator, not passes over G"
+
+
+def _draw_curve(ax, pts, efforts, hollow, color, solver):
+    """One solver's median curve: a line, filled points, and hollow ones where the measure
+    meets an eps but another check fails there."""
+    ax.plot(pts[:, 0], pts[:, 1], "-", lw=1.5, color=color, label=solver)
+    is_hollow = [bool(hollow.get(e)) for e in efforts]
+    filled = [i for i, h in enumerate(is_hollow) if not h]
+    empty = [i for i, h in enumerate(is_hollow) if h]
+    if filled:
+        ax.plot(pts[filled, 0], pts[filled, 1], "o", ms=3, color=color, gid=f"point:{solver}")
+    if empty:
+        ax.plot(
+            pts[empty, 0],
+            pts[empty, 1],
+            "o",
+            ms=5.5,
+            mfc="white",
+            mec=color,
+            mew=1.3,
+            gid=f"hollow:{solver}",
+        )
+
+
+def _draw_right_points(ax, marks, colors, x_key, floor):
+    """A ring where each solver's whole answer is first right at each eps; a star on the
+    winner's (white: the fastest raced solver, where the winner is an exact path)."""
+    for m in marks["right"]:
+        x, v = m[x_key], m["value"]
+        if x is None or v is None or x <= 0:
+            continue
+        v, color = max(v, floor), colors.get(m["solver"])
+        tag = f"{m['method']}:{m['eps']:g}"
+        if m["ring"]:
+            ax.plot(x, v, "o", ms=11, mfc="none", mec=color, mew=2, gid=f"right:{tag}")
+        if m["winner"] or m["raced_winner"]:
+            ax.plot(
+                x,
+                v,
+                "*",
+                ms=15,
+                mfc=color if m["winner"] else "white",
+                mec="black",
+                mew=1,
+                zorder=5,
+                gid=f"{'winner' if m['winner'] else 'raced-winner'}:{tag}",
+            )
+
+
+def _key_entries(ax, marks):
+    """Legend entries (proxies) for the markers this figure uses."""
+    if any(m["ring"] for m in marks["right"]):
+        ax.plot([], [], "o", ms=10, mfc="none", mec="0.2", mew=2, label="first right (whole)")
+    if marks["hollow"]:
+        ax.plot([], [], "o", ms=5.5, mfc="white", mec="0.2", mew=1.3, label="eps met, a check not")
+    if any(m["winner"] for m in marks["right"]):
+        ax.plot([], [], "*", ms=13, mfc="0.4", mec="black", label="winner")
+    if any(m["raced_winner"] for m in marks["right"]):
+        ax.plot([], [], "*", ms=13, mfc="white", mec="black", label="fastest raced")
 
 
 def time_to_accuracy_figure(rows, *, title=None, colors=None):
@@ -225,6 +426,14 @@ def time_to_accuracy_figure(rows, *, title=None, colors=None):
     spread over seeds (min to max) as a band; a row without a history is drawn as one point
     at its found effort. Each tolerance is a dashed line. Rows with a stopping-rule tag
     (``[stop=residual]``) run the same sweep as their solver and are drawn with it.
+
+    What "right" means is drawn (:func:`curve_marks`): a ring where a solver's whole answer
+    (measure, singular values, triplets, ``reliable``) is first right at each eps, a star on
+    the winner's, and hollow points where the measure meets an eps but another check fails
+    there. An exact path's point in the passes panel (the structured SVD) says its products
+    are with the sparse operator, not passes over G. Artists carry ``gid`` tags
+    (``point:``, ``hollow:``, ``right:``, ``winner:``, ``raced-winner:``, ``exact-passes:``
+    and the solver) for tests and tools.
 
     Returns
     -------
@@ -237,32 +446,48 @@ def time_to_accuracy_figure(rows, *, title=None, colors=None):
     for row in rows:
         by_solver.setdefault(base_solver(row.get("method", "?")), []).append(row)
     colors = colors or solver_colors(by_solver)
+    marks = curve_marks(rows)
     fig, axes = _new_figure(9.4, 4.0, 2, title=bool(title))
     tolerances = sorted({float(r["eps"]) for r in rows if r.get("eps") is not None})
     floor = max(tolerances[0] * _BELOW_EPS, _ERROR_FLOOR) if tolerances else _ERROR_FLOOR
-    panels = (("seconds", "seconds", "time to solve (s)"), ("passes", "n_passes", "passes over G"))
-    for ax, (hist_key, row_key, xlabel) in zip(axes, panels, strict=True):
+    panels = (
+        ("seconds", "seconds", "seconds", "time to solve (s)"),
+        ("passes", "n_passes", "passes", "passes over G"),
+    )
+    for ax, (hist_key, row_key, mark_key, xlabel) in zip(axes, panels, strict=True):
         for solver, srows in by_solver.items():
+            if solver in marks["not_applicable"]:  # nothing ran: the caption names it
+                continue
             color = colors.get(solver)
-            pts = _sweep_points(srows, hist_key, floor)
+            pts, efforts = _sweep_points(srows, hist_key, floor)
             if len(pts):
-                ax.plot(pts[:, 0], pts[:, 1], "-o", ms=3, lw=1.5, color=color, label=solver)
+                _draw_curve(ax, pts, efforts, marks["hollow"].get(solver, {}), color, solver)
                 if len(pts) > 1:
                     ax.fill_between(pts[:, 0], pts[:, 2], pts[:, 3], color=color, alpha=0.18, lw=0)
-                continue
-            xy = [(r.get(row_key), r.get("value")) for r in srows]
-            xy = [
-                (float(x), max(float(v), floor))
-                for x, v in xy
-                if x is not None
-                and v is not None
-                and np.isfinite(x)
-                and np.isfinite(v)
-                and float(x) > 0
-            ]
-            if xy:
+            else:
+                xy = [(_finite(r.get(row_key)), _finite(r.get("value"))) for r in srows]
+                xy = [(x, max(v, floor)) for x, v in xy if None not in (x, v) and x > 0]
+                if not xy:
+                    continue
                 xs, vs = np.array(xy).T
                 ax.plot(xs, vs, "o", ms=5, color=color, label=solver, alpha=0.85)
+            if mark_key == "passes" and solver in marks["exact"]:
+                x = pts[0, 0] if len(pts) else xs[0]
+                y = pts[0, 1] if len(pts) else vs[0]
+                ax.annotate(
+                    f"{solver}:\n" + EXACT_PASSES_NOTE.replace(", ", ",\n"),
+                    xy=(x, y),
+                    xytext=(-8, 10),
+                    textcoords="offset points",
+                    ha="right",
+                    fontsize=7,
+                    color=color,
+                    arrowprops={"arrowstyle": "-", "color": color, "lw": 0.8},
+                    # readable where it crosses other curves
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+                    gid=f"exact-passes:{solver}",
+                )
+        _draw_right_points(ax, marks, colors, mark_key, floor)
         for eps in tolerances:
             ax.axhline(eps, color="0.25", ls="--", lw=1)
             ax.annotate(
@@ -284,6 +509,9 @@ def time_to_accuracy_figure(rows, *, title=None, colors=None):
     axes[0].set_ylabel(
         f"error reached (measure; below {floor:.0e} drawn at {floor:.0e})", fontsize=9
     )
+    drawn = any(ax.get_legend_handles_labels()[1] for ax in axes)
+    if drawn:
+        _key_entries(axes[-1], marks)  # last in the legend, after the solvers
     if not _legend(fig, axes):
         for ax in axes:
             ax.text(

@@ -19,6 +19,9 @@ import re
 from pathlib import Path
 
 from ksvd_bench.report.figures import (
+    CHECK_WORDS,
+    EXACT_PASSES_NOTE,
+    curve_marks,
     figure_data_uri,
     profiles_figure,
     solver_colors,
@@ -27,15 +30,17 @@ from ksvd_bench.report.figures import (
 from ksvd_bench.report.files import write_text
 from ksvd_bench.report.profiles import profile_tables
 from ksvd_bench.report.status import (
+    NOT_APPLICABLE,
+    applies,
     base_solver,
     failures,
     measure_label,
     problem_of,
     row_status,
 )
-from ksvd_bench.report.winners import verdicts, warning_counts
+from ksvd_bench.report.winners import seeds_asked, seeds_mark, verdicts, warning_counts
 
-__all__ = ["write_report", "render_report", "problem_id", "REPORT_NAME"]
+__all__ = ["write_report", "render_report", "problem_id", "curves_caption", "REPORT_NAME"]
 
 #: the page's file name under ``--out``
 REPORT_NAME = "report.html"
@@ -73,7 +78,8 @@ th { background: var(--band); font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .s-converged { color: var(--ok); }
 .s-not-converged, .s-unreliable, .s-stopped-early-wrong { color: var(--bad); font-weight: 600; }
-.s-warning { color: var(--warn); }
+.s-warning, .s-short { color: var(--warn); }
+.s-does-not-apply { color: var(--muted); }
 details { margin: 6px 0 14px; }
 summary { cursor: pointer; color: #0b5cad; }
 ul.msgs { margin: 2px 0; padding-left: 18px; color: var(--muted); font-size: 12px; }
@@ -129,7 +135,20 @@ def _figure(fig, alt, caption):
     )
 
 
-def _headline_section(rows, extra_lines):
+def _seeds_sentence(rows, meta):
+    """What the times are medians over: the seeds asked, and why a row may have fewer."""
+    asked = seeds_asked(rows)
+    if asked is None:
+        return "median over seeds"
+    budget = (meta or {}).get("budget_seconds")
+    why = f"the cell's {budget:g} s budget" if isinstance(budget, (int, float)) else "its budget"
+    return (
+        f"median over the seeds its row ran: {asked} asked per cell; a time on fewer, where "
+        f"{why} ran out first, says so (&ldquo;1 of {asked} seeds&rdquo;)"
+    )
+
+
+def _headline_section(rows, extra_lines, meta=None):
     items = []
     for v in verdicts(rows):
         finding = _text(v["finding"])
@@ -155,20 +174,34 @@ def _headline_section(rows, extra_lines):
         '<section id="headline"><h2>Headline</h2>'
         '<p class="muted">Per problem, measure and tolerance: the fastest solver whose '
         "answer is right (measure, singular values and triplets within eps, answer "
-        "reliable), its solve time (median over seeds) and its speedup over RSVD.</p>"
+        f"reliable), its solve time ({_seeds_sentence(rows, meta)}) and its speedup over "
+        "RSVD.</p>"
         f"<ul>{''.join(items)}</ul></section>"
     )
+
+
+def _seeds_cell(row):
+    """The seeds a row ran, of those asked; marked where fewer (the budget ran out first)."""
+    run, asked = row.get("n_seeds"), row.get("n_seeds_asked")
+    if run is None:
+        return "<td class='num'>-</td>"
+    if seeds_mark(row):
+        return f"<td class='num s-short'>{int(run)} of {int(asked)}</td>"
+    return f"<td class='num'>{int(run)}</td>"
 
 
 def _rows_table(rows):
     body = []
     for r in rows:
         speed = r.get("speedup_vs_rsvd")
+        # a solver that does not apply ran nothing: it did not fail to converge
+        status = row_status(r) if applies(r) else NOT_APPLICABLE
         body.append(
             "<tr>"
             + f"<td>{_text(r.get('method', '?'))}</td>"
             + f"<td class='num'>{_num(r.get('eps'))}</td>"
-            + _status_cell(row_status(r))
+            + _status_cell(status)
+            + _seeds_cell(r)
             + f"<td class='num'>{_num(r.get('seconds'))}</td>"
             + f"<td class='num'>{_num(r.get('n_passes'))}</td>"
             + f"<td class='num'>{_num(r.get('effort'))}</td>"
@@ -181,6 +214,7 @@ def _rows_table(rows):
             "solver",
             "eps",
             "status",
+            "seeds",
             "seconds",
             "passes",
             "effort",
@@ -190,6 +224,73 @@ def _rows_table(rows):
         ],
         body,
     )
+
+
+def _listed(items):
+    return ", ".join(str(i) for i in items)
+
+
+def curves_caption(rows, measure):
+    """The caption of one problem's time-to-accuracy figure under ``measure``: how the curves
+    are drawn, where the whole answer is first right, the winner, the checks the hollow points
+    fail, the band (none on one seed), an exact path's passes, what does not apply."""
+    marks = curve_marks(rows)
+    if any(r.get("history") for r in rows):
+        how = (
+            "along each solver's effort sweep: median over seeds, band from the best to the "
+            "worst seed"
+        )
+        drawn = [s for s in dict.fromkeys(base_solver(r.get("method", "?")) for r in rows)]
+        drawn = [s for s in drawn if s not in marks["not_applicable"]]
+        several = [s for s in drawn if s not in marks["one_seed"]]
+        if not several:
+            how += " (one seed per solver here: no band)"
+        elif 2 * len(several) < len(drawn):
+            how += f" (only {_listed(several)} ran more than one seed: the others have no band)"
+        elif marks["one_seed"]:
+            how += f" (no band where one seed ran: {_listed(marks['one_seed'])})"
+    else:
+        how = (
+            "one point per solver and tolerance at the effort found (this run recorded no "
+            "effort sweep)"
+        )
+    parts = [
+        f"Error reached under {measure} against solve time (left) and passes over G "
+        f"(right), {how}; dashed lines: eps."
+    ]
+    if any(m["ring"] for m in marks["right"]):
+        parts.append(
+            "Rings: where a solver's whole answer is first right at an eps (the measure, "
+            "singular values and triplets within eps, and reliable)."
+        )
+    winners = sorted(marks["winners"].items(), reverse=True)
+    if winners:
+        parts.append(
+            "Star: the winner, the fastest right answer ("
+            + "; ".join(f"eps {e:g}: {w}" for e, (w, _) in winners)
+            + ")."
+        )
+    raced = [(e, r) for e, (_, r) in winners if r]
+    if raced:
+        parts.append(
+            "White star: the fastest raced solver beside an exact path ("
+            + "; ".join(f"eps {e:g}: {r}" for e, r in raced)
+            + ")."
+        )
+    if marks["checks"]:
+        parts.append(
+            "Hollow points meet eps on the measure but fail another check there: "
+            + "; ".join(
+                f"{solver} ({_listed(CHECK_WORDS[c] for c in CHECK_WORDS if c in checks)})"
+                for solver, checks in marks["checks"].items()
+            )
+            + "."
+        )
+    for solver in marks["exact"]:
+        parts.append(f"{solver} is the exact structured SVD: its passes are {EXACT_PASSES_NOTE}.")
+    if marks["not_applicable"]:
+        parts.append(f"Not drawn: {_listed(marks['not_applicable'])} ({NOT_APPLICABLE}).")
+    return " ".join(parts)
 
 
 def _problem_sections(rows, colors):
@@ -214,22 +315,13 @@ def _problem_sections(rows, colors):
         for r in prows:
             by_measure.setdefault(measure_label(r), []).append(r)
         for measure, mrows in by_measure.items():
-            has_history = any(r.get("history") for r in mrows)
             fig = time_to_accuracy_figure(mrows, colors=colors)
-            how = (
-                "along each solver's effort sweep: median over seeds, band from the "
-                "best to the worst seed"
-                if has_history
-                else "one point per solver and tolerance at the effort found (this run "
-                "recorded no effort sweep)"
-            )
             parts.append(f"<h3>{_text(measure)}</h3>")
             parts.append(
                 _figure(
                     fig,
                     f"time to accuracy, {problem}, {measure}",
-                    f"Error reached under {measure} against solve time (left) and passes over G "
-                    f"(right), {how}; dashed lines: eps.",
+                    curves_caption(mrows, measure),
                 )
             )
             parts.append(
@@ -369,6 +461,8 @@ def _record_section(meta):
         "collection",
         "seeds",
         "n_seeds",
+        "seeds_run",
+        "budget_seconds",
         "threads",
         "blas_threads",
         "load_average",
@@ -433,6 +527,7 @@ def render_report(*, rows=(), meta=None, records=None, title=None, headline_extr
                     for r in records
                 ],
                 headline_extra,
+                meta,
             )
         )
     if records:

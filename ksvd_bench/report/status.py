@@ -20,6 +20,7 @@ __all__ = [
     "row_status",
     "is_right",
     "applies",
+    "NOT_APPLICABLE",
     "failures",
     "measure_label",
     "problem_of",
@@ -64,6 +65,11 @@ def row_status(row):
     if row.get("reliable") is False:
         return "unreliable"
     return "not converged"
+
+
+#: what the page says of a row whose solver does not apply to its problem (no status: it
+#: ran nothing, so it neither converged nor failed to)
+NOT_APPLICABLE = "does not apply"
 
 
 def applies(row):

@@ -24,7 +24,7 @@ from ksvd_bench.report.status import (
 )
 from ksvd_bench.report.tables import TEXT_WIDTH
 
-__all__ = ["verdicts", "headline", "warning_counts", "BASELINE"]
+__all__ = ["verdicts", "headline", "warning_counts", "seeds_mark", "seeds_asked", "BASELINE"]
 
 #: the solver every speedup is measured against
 BASELINE = "rsvd"
@@ -45,6 +45,44 @@ def _fmt_eps(eps):
         return str(eps)
 
 
+def _seeds_of(row):
+    """``(seeds run, seeds asked)`` of a row; None where the row does not record both."""
+    if row is None or row.get("n_seeds") is None or row.get("n_seeds_asked") is None:
+        return None
+    return int(row["n_seeds"]), int(row["n_seeds_asked"])
+
+
+def seeds_mark(row, asked=None):
+    """What a row's time is a median over, where that is fewer seeds than asked, else ``""``.
+
+    ``"1 of 3 seeds"`` where the row ran fewer seeds than it asked (the cell's budget ran
+    out first); with ``asked`` (the race's seeds per cell), ``"1 seed"`` where the row asked
+    fewer by design (a stopping rule runs seed 1 only, the exact path at most 3). ``""``
+    where the row ran what was asked, or does not record it.
+    """
+    seeds = _seeds_of(row)
+    if seeds is None:
+        return ""
+    run, row_asked = seeds
+    if run < row_asked:
+        return f"{run} of {row_asked} seeds"
+    if asked is not None and run < asked:
+        return f"{run} seed{'s' * (run != 1)}"
+    return ""
+
+
+def seeds_asked(rows):
+    """The seeds a race asked per cell: the most any raced row asked (None: not recorded)."""
+    asked = [s[1] for r in rows if r.get("stop") == "reference" and (s := _seeds_of(r)) is not None]
+    return max(asked) if asked else None
+
+
+def _timed(seconds, row, asked):
+    """A time, with the seeds behind it where they are fewer than the race asked."""
+    mark = seeds_mark(row, asked)
+    return _fmt_seconds(seconds) + (f" on {mark}" if mark else "")
+
+
 def verdicts(rows):
     """One verdict per (problem, measure, tolerance), in the order the rows first show them.
 
@@ -60,13 +98,19 @@ def verdicts(rows):
         With ``problem``, ``measure``, ``eps``, ``winner`` (solver name or None),
         ``seconds`` (winner's time or None), ``baseline_seconds`` (RSVD's time where RSVD's
         answer is right, else None), ``baseline_status``, ``speedup`` (baseline time over
-        winner time, or None), ``n_right`` and ``n_solvers`` (rows in the group),
+        winner time, or None), ``n_seeds`` and ``n_seeds_asked`` (the winner's seeds, run
+        and asked; None where the rows do not record them: a time on fewer seeds than the
+        race asked says so in the finding, ``"429 ms on 1 of 3 seeds"`` (:func:`seeds_mark`),
+        the winner's, RSVD's and the fastest raced solver's alike), ``n_right`` and
+        ``n_solvers`` (rows in the group),
         ``raced_winner`` (where the winner is an exact path, ``stop == "exact"``: the fastest
         right solver among the raced ones, or None), ``what`` (measure and tolerance in
         words), ``finding`` (the verdict without the
         problem, measure and tolerance) and ``sentence``
         (the verdict in one sentence: ``"<problem>, <measure>, eps <eps>: <finding>"``).
     """
+    rows = list(rows)
+    asked = seeds_asked(rows)
     groups = {}
     for row in rows:
         if not applies(row):
@@ -88,6 +132,8 @@ def verdicts(rows):
             "baseline_seconds": base_s,
             "baseline_status": base_status,
             "speedup": None,
+            "n_seeds": None,
+            "n_seeds_asked": None,
             "n_right": len(right),
             "n_solvers": len(group),
         }
@@ -99,14 +145,16 @@ def verdicts(rows):
             continue
         best = right[0]
         v["winner"], v["seconds"] = str(best["method"]), float(best["seconds"])
+        v["n_seeds"], v["n_seeds_asked"] = _seeds_of(best) or (None, None)
         if best.get("method") == BASELINE:
             tail = "RSVD itself is the fastest"
         elif base_s is not None and v["seconds"] > 0:
             v["speedup"] = base_s / v["seconds"]
+            rsvd = _timed(base_s, base, asked)
             tail = (
-                f"{_fmt_ratio(v['speedup'])}x faster than RSVD ({_fmt_seconds(base_s)})"
+                f"{_fmt_ratio(v['speedup'])}x faster than RSVD ({rsvd})"
                 if v["speedup"] >= 1
-                else f"{_fmt_ratio(1 / v['speedup'])}x slower than RSVD ({_fmt_seconds(base_s)})"
+                else f"{_fmt_ratio(1 / v['speedup'])}x slower than RSVD ({rsvd})"
             )
         elif base is None:
             tail = "no RSVD row to compare with"
@@ -122,10 +170,11 @@ def verdicts(rows):
                 "; no raced solver is right"
                 if raced is None
                 else f"; fastest raced solver: {raced['method']} "
-                f"{_fmt_seconds(float(raced['seconds']))}"
+                f"{_timed(float(raced['seconds']), raced, asked)}"
             )
         v["finding"] = (
-            f"{v['winner']} {_fmt_seconds(v['seconds'])}, {tail}; {len(right)}/{len(group)} right."
+            f"{v['winner']} {_timed(v['seconds'], best, asked)}, {tail}; "
+            f"{len(right)}/{len(group)} right."
         )
         v["sentence"] = f"{problem}, {v['what']}: {v['finding']}"
         out.append(v)
@@ -165,7 +214,9 @@ def headline(rows, *, max_lines=30, report_path=None):
     """The headline of a race as terminal lines: at most ``max_lines`` lines.
 
     One sentence per (problem, measure, tolerance): the fastest solver whose answer is right,
-    its time, and its speedup over RSVD; then one line of warnings per solver; then where
+    its time, and its speedup over RSVD; a time whose row ran fewer seeds than the race asked
+    says so (``"429 ms on 1 of 3 seeds"``: the cell's budget ran out first), and the title
+    says how many were asked; then one line of warnings per solver; then where
     the page is. Verdicts that do not fit are counted on the last line, never dropped
     silently.
 
@@ -194,7 +245,9 @@ def headline(rows, *, max_lines=30, report_path=None):
         tail.append(_warning_line(warn))
     if report_path is not None:
         tail.append(f"report: {report_path}")
-    head = ["Fastest right answer (whole triplet within eps; solve time, median over seeds):"]
+    asked = seeds_asked(rows)
+    over = "seeds" if asked is None else f"{asked} seed{'s' * (asked != 1)} unless marked"
+    head = [f"Fastest right answer (whole triplet within eps; solve time, median over {over}):"]
     room = max_lines - len(head) - len(tail)
     blocks, problem = [], None
     for v in found:

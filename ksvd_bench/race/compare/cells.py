@@ -448,6 +448,7 @@ def _tsvd_residual_row(ctx, tr, measure, e, value, est, judged):
         "eps": e,
         **measure_fields(measure),
         "n_seeds": 1,
+        "n_seeds_asked": 1,  # the stopping rule runs the first seed only, by design
         "n_converged": int(right),
         "converged": right,
         "status": status,
@@ -576,6 +577,7 @@ def _residual_row(ctx, method, measure, e, hist, final):
         "eps": e,
         **measure_fields(measure),
         "n_seeds": 1,
+        "n_seeds_asked": 1,  # the stopping rule runs the first seed only, by design
         "n_converged": int(right),
         "converged": right,
         "status": status_of(right, judged["reliable"], fired=stopped),
@@ -609,6 +611,7 @@ def _summarise(ctx, runs, method, eps, measure):
         "eps": eps,
         **measure_fields(measure),
         "n_seeds": len(runs),
+        "n_seeds_asked": len(ctx.settings.seeds),
         "n_converged": len(conv),
         "converged": ok,
         "status": status_of(ok, merged["reliable"]),
@@ -635,9 +638,20 @@ def _summarise(ctx, runs, method, eps, measure):
             row["note"] += " (measure met; singular values, triplets or trust not)"
         if any(r.get("stopped_by") == "time_limit" for r in runs):
             row["note"] += " (sweep stopped by the time limit)"
+    short = _short_of_seeds(len(runs), ctx.settings)
+    if short:
+        row["note"] = "; ".join(filter(None, (row.get("note"), short)))
     if measure == PAPER_WEIGHTS and ctx.paper_key is not None:
         row.update(_paper_fields(ctx.paper_key, eps, method))
     return row
+
+
+def _short_of_seeds(n_run, s):
+    """The note of a cell that ran fewer seeds than asked (the budget ran out), or None."""
+    if n_run >= len(s.seeds):
+        return None
+    budget = f"{s.budget_seconds:g} s"
+    return f"{n_run} of {len(s.seeds)} seeds: the cell's {budget} budget ran out first"
 
 
 def _paper_fields(key, eps, method):
@@ -672,6 +686,7 @@ def na_rows(ctx, method, why):
             "eps": e,
             **measure_fields(m),
             "n_seeds": 0,
+            "n_seeds_asked": 0,
             "n_converged": 0,
             "converged": False,
             "status": None,
@@ -761,6 +776,7 @@ def structured_rows(ctx):
                     "eps": e,
                     **measure_fields(m),
                     "n_seeds": len(results),
+                    "n_seeds_asked": len(results),  # an exact answer: at most 3 seeds asked
                     **merged,
                     "n_converged": sum(met),
                     "converged": ok,

@@ -22,6 +22,7 @@ from ksvd_bench.race.common import (
     num,
     ratio_text,
 )
+from ksvd_bench.report.winners import seeds_mark
 
 __all__ = [
     "ROW_FIELDS",
@@ -37,7 +38,9 @@ __all__ = [
 #: is the measure reached: eta (``measure="eta"``, under ``weights``) or the low-rank excess
 #: (``measure="lowrank"``); ``sv_error``, ``triplet_residual`` (medians over seeds),
 #: ``n_warnings`` (all seeds), ``warnings`` (their messages) and ``reliable`` judge the whole
-#: triplet (see :mod:`ksvd_bench.race.common`). ``converged`` is True only when every part of
+#: triplet (see :mod:`ksvd_bench.race.common`). ``n_seeds``: the seeds the row ran, of
+#: ``n_seeds_asked`` (fewer where the cell's budget ran out first; a stopping-rule row asks
+#: 1, an "n/a" row 0). ``converged`` is True only when every part of
 #: the rule holds; ``status`` says the verdict in words (:data:`~ksvd_bench.race.common.
 #: STATUSES`; None on an "n/a" row): a stopping rule that fired on a wrong answer is
 #: ``"stopped early, wrong"``, with its sv error. ``history``: every seed's effort sweep, one
@@ -54,6 +57,7 @@ ROW_FIELDS = (
     "method",
     "stop",
     "n_seeds",
+    "n_seeds_asked",
     "n_converged",
     "converged",
     "status",
@@ -173,6 +177,9 @@ def _cell(r):
     tail = f", {warn} warn." if warn else ""
     if r.get("reliable") is False:
         tail += ", unreliable"
+    short = seeds_mark(r)
+    if short:
+        tail += f", {short}"
     if not r["converged"]:
         best = r.get("best_value")
         sv = r.get("sv_error")

@@ -253,8 +253,23 @@ def _load_average():
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
-def _compare_meta(s, names, ref_info, caps, stage_seconds, machine, load, command_line):
-    """The record of a run: settings, seeds, threads used, references, machine, load."""
+def _seeds_run(rows):
+    """The seeds each raced cell ran: ``{dataset: {method: {measure: n}}}`` (its rows at every
+    eps share them); fewer than ``n_seeds`` where the cell's budget ran out first."""
+    from ksvd_bench.report.status import measure_label
+
+    out = {}
+    for r in rows:
+        if r["stop"] == "reference":
+            out.setdefault(r["dataset"], {}).setdefault(r["method"], {})[measure_label(r)] = r[
+                "n_seeds"
+            ]
+    return out
+
+
+def _compare_meta(s, names, ref_info, caps, stage_seconds, machine, load, command_line, rows):
+    """The record of a run: settings, seeds asked and run, threads used, references, machine,
+    load."""
     return {
         "command": "compare",
         "command_line": command_line,
@@ -266,7 +281,9 @@ def _compare_meta(s, names, ref_info, caps, stage_seconds, machine, load, comman
         "paper_weights": PAPER_WEIGHTS,
         "methods": list(s.methods),
         "center": s.center,
+        # seeds asked per cell; seeds_run says what each cell ran (the budget cuts them)
         "n_seeds": len(s.seeds),
+        "seeds_run": _seeds_run(rows),
         # what each entry runs, asym Nystrom's core and check spelled out (the paper's
         # method is asym_nystrom_paper; asym_nystrom is the solvers' stable default)
         "method_options": {m: entry_options(m) for m in s.methods},
@@ -365,8 +382,10 @@ def run_compare(
         method -> cap; None leaves the driver's caps (up to m = min(N, M)).
     budget_seconds : float or None, default=3.0
         Wall-time budget per (problem, method, measure) cell: once the seeds run so far used
-        it up, the remaining seeds are skipped (``n_seeds`` records how many ran). The first
-        seed always runs to completion, so every cell is answered. None: no budget.
+        it up, the remaining seeds are skipped. Each row records how many ran
+        (``n_seeds``, of ``n_seeds_asked``; the record's ``seeds_run`` per cell), its note
+        says so, and the headline and the report mark it. The first seed always runs to
+        completion, so every cell is answered. None: no budget.
     sweep_limit : float or None, default=20.0
         Wall-clock seconds one effort sweep (one seed of one cell) may take before the
         driver stops growing the effort (``solve_to_tolerance(time_limit=...)``); such rows are
@@ -458,10 +477,13 @@ def run_compare(
             del problem  # a dense G per problem: let it go before the next one is built
 
     load["after"] = _load_average()
+    rows = _finalise_rows(rows)
     result = CompareResult(
-        rows=_finalise_rows(rows),
+        rows=rows,
         runs=runs,
-        meta=_compare_meta(s, names, ref_info, caps, stage_seconds, machine, load, command_line),
+        meta=_compare_meta(
+            s, names, ref_info, caps, stage_seconds, machine, load, command_line, rows
+        ),
     )
     if out is not None:
         result.paths = write_compare_files(result, out)

@@ -14,6 +14,7 @@ from ksvd_bench.race.common import (
     ratio_text,
 )
 from ksvd_bench.race.paper_runtime import LOWRANK, PAPER_METHOD_NAMES
+from ksvd_bench.report.winners import seeds_mark
 
 __all__ = ["format_compare", "display_row"]
 
@@ -98,7 +99,8 @@ def display_row(r, paper_key_known):
     paper_method = r["method"] in PAPER_METHOD_NAMES
     return {
         "name": name,
-        "conv": f"{r['n_converged']}/{r['n_seeds']}",
+        # '*': fewer seeds than asked (the cell's budget ran out first)
+        "conv": f"{r['n_converged']}/{r['n_seeds']}" + ("*" if seeds_mark(r) else ""),
         "effort_label": effort,
         "effort_range": (
             "-" if r.get("effort_min") is None else f"{r['effort_min']}-{r['effort_max']}"
@@ -257,7 +259,8 @@ def _vacuity_note(measure, bound, eps):
 FOOTER = (
     "conv: seeds whose answer met eps: the measure, the singular values "
     "(max |s~_i - s_i| <= eps s_1), the triplets (||G V~ - U~ S~||_F and ||G^T U~ - V~ S~||_F "
-    "<= eps ||G_r||_F), and not marked unreliable by the solver. time s: solve at the found "
+    "<= eps ||G_r||_F), and not marked unreliable by the solver, of the seeds run ('*': fewer "
+    "than asked, the cell's --budget ran out first). time s: solve at the found "
     "effort, median over seeds (JIT and reference excluded); '-' = not converged, value then "
     "shows the best reached. value: eta, or the low-rank excess in the lowrank group. sv err: "
     "max |s~_i - s_i| / s_1 reached (median over seeds). warn: warnings the solver raised for "
