@@ -113,6 +113,11 @@ def test_cluster_run_equals_serial_and_resumes_finished_cells(serial, client, tm
     for per_problem in dask.meta["compare"].values():  # one Numba and one BLAS thread each
         assert set(per_problem["threads"].values()) == {1}
         assert all(set(b) == {1} for b in per_problem["blas_threads"].values())
+    # the workers let go of the last problem they built (a lambda: sent by value)
+    held = client.run(
+        lambda: len(__import__("ksvd_bench.race.suite.cells").race.suite.cells._BUILT)
+    )
+    assert set(held.values()) == {0}
 
 
 def test_killed_worker_loses_no_finished_cell(serial, client, tmp_path, monkeypatch):

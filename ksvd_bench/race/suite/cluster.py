@@ -75,7 +75,7 @@ def race_on_cluster(client, collection, quick, cells, *, cache_dir, threads, com
     """
     from distributed import as_completed
 
-    from ksvd_bench.race.suite.cells import prepare_problem, race_cell
+    from ksvd_bench.race.suite.cells import forget_problems, prepare_problem, race_cell
 
     run = uuid.uuid4().hex[:8]  # keys unique on a shared scheduler
     cache_dir = str(cache_dir)
@@ -118,3 +118,5 @@ def race_on_cluster(client, collection, quick, cells, *, cache_dir, threads, com
             yield cell
     finally:
         client.cancel(list(futures) + list(prepared.values()))
+        # a worker of a lasting cluster would keep the last problem it built (3 GB for PubMed)
+        client.run(forget_problems, on_error="ignore")
