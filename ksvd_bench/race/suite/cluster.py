@@ -65,9 +65,10 @@ def check_cluster(client, *, timeout=30.0):
     return len(workers)
 
 
-def race_on_cluster(client, collection, quick, cells, *, cache_dir, threads, command_line):
+def race_on_cluster(client, collection, quick, cells, *, cache_dir, **options):
     """Race ``cells`` (``[(problem, entry), ...]``) on the client's cluster; yield each cell
-    (the dict of :func:`~ksvd_bench.race.suite.cells.race_cell`) as it finishes.
+    (the dict of :func:`~ksvd_bench.race.suite.cells.race_cell`, called with ``cache_dir``
+    and ``options``) as it finishes.
 
     A cell that raises (or kills its workers three times over) stops the run: the other
     tasks are cancelled and the exception is raised, noting the cell; the cells yielded
@@ -97,10 +98,9 @@ def race_on_cluster(client, collection, quick, cells, *, cache_dir, threads, com
             problem,
             method,
             cache_dir=cache_dir,
-            threads=threads,
-            command_line=command_line,
             after=prepared[problem],
             key=f"suite-{run}-cell-{problem}-{method}",
+            **options,
         )
         futures[future] = (problem, method)
     try:

@@ -223,32 +223,13 @@ def _race_cells(todo, coll, quick, out, threads, command_line, client):
     ``out`` as it finishes; yield each as its file reads back."""
     from ksvd_bench.race.suite.cells import forget_problems, race_cell, save_cell
 
-    cache_dir = out / "reference_cache"
+    options = dict(cache_dir=out / "reference_cache", threads=threads, command_line=command_line)
     if client is not None:
         from ksvd_bench.race.suite.cluster import race_on_cluster
 
-        raced = race_on_cluster(
-            client,
-            coll.name,
-            quick,
-            todo,
-            cache_dir=cache_dir,
-            threads=threads,
-            command_line=command_line,
-        )
+        raced = race_on_cluster(client, coll.name, quick, todo, **options)
     else:
-        raced = (
-            race_cell(
-                coll.name,
-                quick,
-                problem,
-                method,
-                cache_dir=cache_dir,
-                threads=threads,
-                command_line=command_line,
-            )
-            for problem, method in todo
-        )
+        raced = (race_cell(coll.name, quick, p, m, **options) for p, m in todo)
     try:
         for cell in raced:
             yield save_cell(out, cell)
