@@ -11,23 +11,22 @@ import shutil
 import signal
 import time
 
+import distributed  # the [dask] extra is part of [test]
 import numpy as np
 import pytest
 
-distributed = pytest.importorskip("distributed")  # the [dask] extra is part of [test]
-
-from ksvd_bench.cli import main  # noqa: E402
-from ksvd_bench.race.compare import run_compare  # noqa: E402
-from ksvd_bench.race.suite import cells as cells_module  # noqa: E402
-from ksvd_bench.race.suite import get_collection, run_suite  # noqa: E402
-from ksvd_bench.race.suite.cells import (  # noqa: E402
+from ksvd_bench.cli import main
+from ksvd_bench.race.compare import run_compare
+from ksvd_bench.race.suite import cells as cells_module
+from ksvd_bench.race.suite import get_collection, run_suite
+from ksvd_bench.race.suite.cells import (
     CELLS_DIR,
     cell_key,
     cell_path,
     finished_cells,
     race_settings,
 )
-from ksvd_bench.race.suite.cluster import check_cluster, local_cluster  # noqa: E402
+from ksvd_bench.race.suite.cluster import check_cluster, local_cluster
 
 #: fields of a row that are clocks (or ratios of clocks): everything else must match bit for bit
 TIMES = {"seconds", "e2e_seconds", "kernel_seconds", "speedup_vs_rsvd"}

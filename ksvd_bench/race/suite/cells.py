@@ -231,7 +231,7 @@ def merge_problem(cells):
     add_speedups(rows)
     runs = [r for c in cells for r in c["runs"]]
     first = cells[0]["meta"]
-    name = cells[0]["problem"]
+    (name,) = first["reference"]  # the problem's own name (one problem per cell)
     reference = dict(first["reference"][name])
     reference["warm_up_warnings"] = sum(
         c["meta"]["reference"][name].get("warm_up_warnings") or 0 for c in cells
