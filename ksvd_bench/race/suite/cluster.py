@@ -34,7 +34,7 @@ def local_cluster(n_workers):
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",  # loopback, any free port
             memory_limit=0,
         ) as cluster,
         Client(cluster) as client,
