@@ -24,6 +24,7 @@ __all__ = [
     "out_dir",
     "add_run_arguments",
     "check_out",
+    "check_scheduler",
     "THREADS_HELP",
     "print_result",
 ]
@@ -124,6 +125,16 @@ def check_out(args, parser, flag="--out"):
         check_out_dir(args.out, flag)
     except ValueError as exc:
         parser.error(str(exc))
+
+
+def check_scheduler(address, parser, flag="--scheduler"):
+    """Connect once to a Dask scheduler before any work: unreachable is a usage error."""
+    from ksvd_bench.kernels.distributed import connect
+
+    try:
+        connect(address).close()
+    except (ConnectionError, TypeError) as exc:
+        parser.error(f"argument {flag}: {exc}")
 
 
 #: the one rule for ``--threads`` of every study (``compare``, ``spectrum``, ``scale``)

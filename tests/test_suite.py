@@ -4,7 +4,6 @@ performance and data profiles) and the failures table (issue 19, section 3)."""
 import json
 import math
 
-import numpy as np
 import pytest
 
 from ksvd_bench.cli import main
@@ -134,25 +133,20 @@ def test_digits_problem_is_two_point_sets_by_class():
     assert problem.points[0].shape[1] == 64
 
 
-def _tiny(quick, seed):
-    from ksvd_bench.race.problems import build_problem
+def _smoke(name, renamed):
+    """A problem of the ``smoke`` collection under another name."""
+    spec = next(p for p in get_collection("smoke").problems if p.name == name)
 
-    problem = build_problem(
-        "synthetic",
-        shape=(90, 70),
-        random_state=seed,
-        synthetic_options={"rank": 6, "decay": "exponential"},
-    )
-    problem.name = "tiny-synthetic"
-    return problem
+    def build(quick, seed):
+        problem = spec.build(quick, seed)
+        problem.name = renamed
+        return problem
+
+    return build
 
 
-def _tiny_lazy(quick, seed):
-    from ksvd_bench.race.problems import problem_from_points
-
-    rng = np.random.default_rng(seed)
-    X = np.vstack([rng.normal(c, 0.05, size=(20, 3)) for c in range(4)])
-    return problem_from_points(X, X[::-1] + 0.01, name="tiny-lazy", gamma=1.0, memory_limit=1000.0)
+_tiny = _smoke("smoke-synthetic", "tiny-synthetic")
+_tiny_lazy = _smoke("smoke-points", "tiny-lazy")
 
 
 @pytest.fixture

@@ -322,6 +322,9 @@ def _compute_reference(G, src, shape, rank, max_dense_entries, cluster_rtol):
     # the solvers' sign convention: the largest-magnitude entry of each U[:, i] positive
     # (svd_flip flips the rows of V^T in place: a transposed view of V)
     svd_flip(U, V.T, u_based_decision=True)
+    # C order, as a cache hit loads them: BLAS rounds products with an F-ordered U differently,
+    # and a fresh reference must score every answer bit for bit as the cached one does
+    U, V = np.ascontiguousarray(U), np.ascontiguousarray(V)
     return SVDResult(U=U, s=s, V=V, info={"method": method})
 
 

@@ -54,7 +54,7 @@ from ksvd_bench.race.paper_runtime import (
 )
 from ksvd_bench.race.problems import Problem, build_problem
 
-__all__ = ["CompareResult", "run_compare"]
+__all__ = ["CompareResult", "run_compare", "problem_reference"]
 
 # ---------------------------------------------------------------------------------------------
 # results
@@ -118,23 +118,29 @@ def _load_problem(item, s, bar):
     )
 
 
-def _reference(problem, s, bar):
-    """The exact top-r SVD of the problem (cached, never charged) and what the record keeps."""
+def problem_reference(problem, rank, *, cache_dir=None):
+    """The reference of a problem: its exact top-``rank`` SVD (block Krylov to 1e-10 on a lazy
+    one), cached under ``cache_dir`` by the problem's definition. ``suite`` computes it once
+    per problem before the problem's cells start, so that parallel cells read the cache."""
     from ksvd_bench.driver import reference_svd
     from ksvd_bench.metrics import CLUSTER_RTOL
 
+    if problem.is_lazy:  # G is never formed: block Krylov (problems.krylov_reference)
+        return problem.lazy_reference(rank, cache_dir=cache_dir)
+    return reference_svd(
+        exact_operator(problem),
+        rank,
+        cache_dir=cache_dir,
+        key=problem.definition,
+        cluster_rtol=CLUSTER_RTOL,
+    )
+
+
+def _reference(problem, s, bar):
+    """The exact top-r SVD of the problem (cached, never charged) and what the record keeps."""
     bar.set_postfix_str(f"{problem.name}: reference")
     t0 = time.perf_counter()
-    if problem.is_lazy:  # G is never formed: block Krylov (problems.krylov_reference)
-        reference = problem.lazy_reference(s.rank, cache_dir=s.cache_dir)
-    else:
-        reference = reference_svd(
-            exact_operator(problem),
-            s.rank,
-            cache_dir=s.cache_dir,
-            key=problem.definition,
-            cluster_rtol=CLUSTER_RTOL,
-        )
+    reference = problem_reference(problem, s.rank, cache_dir=s.cache_dir)
     seconds = time.perf_counter() - t0
     ref_s = np.asarray(reference.s, dtype=float)
     norm_fro = problem.norm_fro()

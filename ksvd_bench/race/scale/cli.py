@@ -14,6 +14,7 @@ import math
 from ksvd_bench._cliargs import (
     add_run_arguments,
     check_out,
+    check_scheduler,
     positive_float,
     positive_int,
     print_result,
@@ -259,7 +260,7 @@ def check(args, parser):
     if args.device != "cpu":
         _check_device(args, parser)
     if args.scheduler is not None:
-        _check_scheduler(args.scheduler, parser)
+        check_scheduler(args.scheduler, parser)
     check_out(args, parser)
     if args.merge:
         _check_merge(args, parser)
@@ -299,16 +300,6 @@ def _check_merge(args, parser):
         )
     except ValueError as exc:
         parser.error(f"argument --merge: {exc}")
-
-
-def _check_scheduler(address, parser):
-    """Connect once to ``--scheduler`` before any work: unreachable is a usage error."""
-    from ksvd_bench.kernels.distributed import connect
-
-    try:
-        connect(address).close()
-    except (ConnectionError, TypeError) as exc:
-        parser.error(f"argument --scheduler: {exc}")
 
 
 @contextlib.contextmanager

@@ -1,8 +1,8 @@
 """``ksvd-bench suite``: race a fixed, versioned problem collection; performance and data profiles.
 
 :func:`run_suite` races every problem of a :class:`~ksvd_bench.race.suite.collection.Collection`
-through ``compare``'s engine (:func:`ksvd_bench.race.compare.run_compare`, one problem at a
-time), then records, per (problem, solver,
+through ``compare``'s engine (:func:`ksvd_bench.race.compare.run_compare`, one problem and
+entry at a time), then records, per (problem, solver,
 measure, tolerance), the time to solve, the passes over G and entries of G read at the solve,
 and the verdict; the report package draws the Dolan-More performance profiles [1]_ and the
 Moré-Wild data profiles [2]_ from them (:mod:`ksvd_bench.report.profiles`).
@@ -49,12 +49,19 @@ What ``suite.json`` holds
     ``collection`` and ``collection_version`` added.
 ``meta``
     ``command_line``, ``settings`` (rank, eps, measures, seeds, methods, budgets), ``threads``,
-    ``machine``, ``load_average`` (before and after), ``wall_seconds`` (and per problem),
-    ``compare`` (per problem: the effort caps, thread counts and per-run seeds used),
+    ``machine``, ``load_average`` (before and after), ``wall_seconds`` (and per problem, the
+    sum of its cells'), ``compare`` (per problem: the effort caps, per-run seeds, and the
+    Numba and BLAS thread counts in force inside each cell), ``cells`` (``where``: in process
+    or the Dask scheduler; ``n_cells``; ``resumed``, the cells read back from an earlier run;
+    ``ran``, per cell its seconds, worker host and process, and when it finished),
     ``finished_at``.
 
-Each problem's ``compare`` record (rows and per-seed runs, the collection in its meta) is
-kept in ``<out>/problems/<name>/compare.json``; the one page is ``<out>/report.html``.
+The work is cut into cells, one per problem and raced entry
+(:mod:`~ksvd_bench.race.suite.cells`), raced in this process or on a Dask cluster
+(:mod:`~ksvd_bench.race.suite.cluster`), each kept in ``<out>/cells/`` as it finishes so
+that a rerun resumes. Each problem's ``compare`` record (rows and per-seed runs, the
+collection in its meta) is kept in ``<out>/problems/<name>/compare.json``; the one page is
+``<out>/report.html``.
 
 References
 ----------

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from ksvd_bench._cliargs import THREADS_HELP, check_out, out_dir, thread_count
+import contextlib
+
+from ksvd_bench._cliargs import (
+    THREADS_HELP,
+    check_out,
+    check_scheduler,
+    out_dir,
+    positive_int,
+    thread_count,
+)
 
 __all__ = ["add_parser", "format_suite"]
 
@@ -16,11 +25,13 @@ def add_parser(sub):
         "suite",
         help="race a fixed problem collection: performance and data profiles",
         description="Race every solver on every problem of a fixed, versioned collection "
-        "(compare's race, one problem at a time), then record per problem, "
+        "(compare's race, one cell per problem and solver: in this process, or in "
+        "parallel on a Dask cluster), then record per problem, "
         "solver, measure and tolerance the time to solve, the passes over G and "
         "entries read, and why a solver failed; draw Dolan-More performance "
         "profiles and data profiles. The collection's name and version are in "
-        "every result.",
+        "every result. Each finished cell is kept under --out, and a rerun with the same "
+        "--out races only the cells not yet finished.",
     )
     p.add_argument(
         "--collection",
@@ -51,7 +62,24 @@ def add_parser(sub):
         default="results/suite",
         help="output directory, checked before any work (default: %(default)s)",
     )
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="race the cells (one per problem and solver) on the Dask cluster of this "
+        "scheduler (e.g. tcp://host:8786, see `dask scheduler`; workers started with "
+        "--nthreads 1, the same ksvd-bench, --out on a path they share)",
+    )
+    where.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="race the cells on a Dask cluster of N worker processes started on this "
+        "machine (127.0.0.1, one thread each)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument(
         "--record",
         default=None,
@@ -77,6 +105,8 @@ def check_suite(args, parser):
             )
     if not args.list:
         check_out(args, parser)
+        if args.scheduler is not None:
+            check_scheduler(args.scheduler, parser)
     if args.record is not None:
         from pathlib import Path
 
@@ -117,6 +147,9 @@ def format_suite(result):
         f"{len(c['problems'])} problems, {len(result.records)} records, "
         f"{result.meta['wall_seconds']:.0f} s; load before/after "
         f"{result.meta['load_average']}",
+        f"cells: {result.meta['cells']['n_cells']} "
+        f"({len(result.meta['cells']['resumed'])} finished before, kept), "
+        f"{result.meta['cells']['where']}",
         "solved (problem x measure x eps) per solver:",
     ]
     for solver in sorted(total, key=lambda s: (-solved[s], s)):
@@ -124,6 +157,23 @@ def format_suite(result):
     by_status = Counter(f["status"] for f in result.failures)
     lines.append("failures: " + (", ".join(f"{n} {s}" for s, n in by_status.items()) or "none"))
     return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _client(args):
+    """The Dask client of ``--scheduler`` or ``--workers`` (closed at the end), or None."""
+    if args.scheduler is not None:
+        from ksvd_bench.kernels.distributed import connect
+
+        with connect(args.scheduler) as client:
+            yield client
+    elif args.workers is not None:
+        from ksvd_bench.race.suite.cluster import local_cluster
+
+        with local_cluster(args.workers) as client:
+            yield client
+    else:
+        yield None
 
 
 def run_suite_command(args):
@@ -136,15 +186,17 @@ def run_suite_command(args):
     if args.list:
         print(_listing(get_collection(args.collection), args.quick))
         return 0
-    result = run_suite(
-        args.collection,
-        out=args.out,
-        quick=args.quick,
-        problems=args.problems,
-        threads=args.threads,
-        progress=not args.no_progress,
-        command_line=getattr(args, "command_line", None),
-    )
+    with _client(args) as client:
+        result = run_suite(
+            args.collection,
+            out=args.out,
+            quick=args.quick,
+            problems=args.problems,
+            threads=args.threads,
+            progress=not args.no_progress,
+            command_line=getattr(args, "command_line", None),
+            client=client,
+        )
     if args.record is not None:
         result.paths["record"] = str(write_record(result, args.record))
     report = result.paths.pop("report", None)

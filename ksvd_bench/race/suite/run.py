@@ -1,8 +1,11 @@
-"""Race a collection: each problem through ``compare``'s engine, then the suite's records.
+"""Race a collection: cell by cell through ``compare``'s engine, then the suite's records.
 
-:func:`run_suite` builds each problem of the collection in turn, races it with
-:func:`ksvd_bench.race.compare.run_compare` (its files go to ``<out>/problems/<name>/``), and
-turns its rows into suite records (:func:`records_from_rows`): one per (problem, solver,
+:func:`run_suite` races the collection's cells, one per problem and entry
+(:mod:`~ksvd_bench.race.suite.cells`: in this process, or on a Dask cluster through
+:mod:`~ksvd_bench.race.suite.cluster`), keeping each in ``<out>/cells/`` as it finishes and
+reading back those an earlier run finished; it merges each problem's cells into one
+``compare`` record (``<out>/problems/<name>/compare.json``) and turns its rows into suite
+records (:func:`records_from_rows`): one per (problem, solver,
 measure, tolerance), the shape :mod:`ksvd_bench.report.profiles` consumes. It then writes
 ``suite.json``, the profile figures and, where the report package has it, ``report.html``.
 """
@@ -15,6 +18,8 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ksvd_bench.race.suite.cells import _slug
 
 __all__ = [
     "SuiteResult",
@@ -185,7 +190,8 @@ def _load():
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
-def _problem_info(problem, result):
+def problem_info(problem, result):
+    """A problem's entry of the suite's collection record (``result``: its ``run_compare``)."""
     ref = result.meta["reference"][problem.name]
     return {
         "name": problem.name,
@@ -212,6 +218,25 @@ def _problem_info(problem, result):
     }
 
 
+def _race_cells(todo, coll, quick, out, threads, command_line, client):
+    """Race the cells ``todo`` (in this process, or on ``client``'s cluster) and write each to
+    ``out`` as it finishes; yield each as its file reads back."""
+    from ksvd_bench.race.suite.cells import forget_problems, race_cell, save_cell
+
+    options = dict(cache_dir=out / "reference_cache", threads=threads, command_line=command_line)
+    if client is not None:
+        from ksvd_bench.race.suite.cluster import race_on_cluster
+
+        raced = race_on_cluster(client, coll.name, quick, todo, **options)
+    else:
+        raced = (race_cell(coll.name, quick, p, m, **options) for p, m in todo)
+    try:
+        for cell in raced:
+            yield save_cell(out, cell)
+    finally:
+        forget_problems()
+
+
 def run_suite(
     collection="default",
     *,
@@ -222,8 +247,16 @@ def run_suite(
     progress=True,
     command_line=None,
     report=True,
+    client=None,
 ):
     """Race every problem of a collection and write its records, profiles and report.
+
+    The work is cut into cells, one per problem and raced entry
+    (:mod:`ksvd_bench.race.suite.cells`): raced in this process, one after the other, or on a
+    Dask cluster (``client``). Each finished cell is written to ``<out>/cells/`` at once, and
+    a rerun with the same ``out`` races only the cells not yet finished: an interrupted run
+    resumes. The records do not depend on where the cells ran: the answers, verdicts and
+    passes are bit for bit those of a run in this process; only the times differ.
 
     Parameters
     ----------
@@ -233,20 +266,26 @@ def run_suite(
         Output directory (checked before any work): ``suite.json``, ``suite_records.csv``,
         ``failures.csv``, ``profiles_<measure>_<eps>.png``, ``report.html`` (when the report
         package has its page writer), ``problems/<name>/compare.json`` (compare's record of
-        each problem, per-seed runs included) and the reference cache.
+        each problem, per-seed runs included), ``cells/`` (one file per finished cell, read
+        back by a rerun) and the reference cache. With a cluster on several machines it must
+        be a path the workers share (they read and write the reference cache under it).
     quick : bool, default=False
         The collection's quick settings and sizes (one seed, shorter sweeps, smaller shaped
         problems, :attr:`Collection.quick_skips` left out).
     problems : sequence of str, optional
         Race only these problems of the collection (the record says which); default all.
     threads : int, default=1
-        Numba and BLAS threads of every solver.
+        Numba and BLAS threads of every solver (set inside each cell).
     progress : bool, default=True
-        Progress bars on stderr.
+        A progress bar of the cells on stderr.
     command_line : str, optional
         The command that regenerates the run (kept in the record).
     report : bool, default=True
         Draw the profiles and write ``report.html``.
+    client : distributed.Client, optional
+        Race the cells on this client's Dask cluster (workers of one thread each, the same
+        ``ksvd_bench``); :func:`ksvd_bench.race.suite.cluster.local_cluster` starts one on
+        this machine. Default: in this process.
 
     Returns
     -------
@@ -255,11 +294,24 @@ def run_suite(
     Raises
     ------
     ValueError
-        An unknown collection or problem name, an ``out`` that cannot be written.
+        An unknown collection or problem name, an ``out`` that cannot be written, a cluster
+        without workers or with workers of several threads.
+
+    Examples
+    --------
+    >>> from ksvd_bench.race.suite import run_suite
+    >>> from ksvd_bench.race.suite.cluster import local_cluster
+    >>> with local_cluster(2) as client:  # doctest: +SKIP
+    ...     result = run_suite("smoke", out="results/smoke", client=client)
     """
-    from ksvd_bench.race.compare import run_compare
+    from ksvd_bench.race.suite.cells import (
+        cell_key,
+        finished_cells,
+        merge_problem,
+        race_settings,
+    )
     from ksvd_bench.race.suite.collection import get_collection
-    from ksvd_bench.report import check_out_dir, machine_info, write_json
+    from ksvd_bench.report import check_out_dir, machine_info, progress_bar, write_json
 
     coll = get_collection(collection)
     specs = coll.problems_for(quick)
@@ -271,59 +323,61 @@ def run_suite(
                     f"problems must be drawn from collection {coll.name!r}'s {known}, got {name!r}"
                 )
         specs = tuple(p for p in specs if p.name in set(problems))
-    out = Path(check_out_dir(out, "out"))
-    settings = dict(coll.quick_settings if quick else coll.settings)
-    methods = tuple(settings.pop("methods"))
+    out = Path(check_out_dir(out, "out")).resolve()
+    settings, methods = race_settings(coll, quick)
+    where = "in process"
+    if client is not None:
+        from ksvd_bench.race.suite.cluster import check_cluster
+
+        n_workers = check_cluster(client)
+        where = f"Dask cluster at {client.scheduler.address} ({n_workers} workers at the start)"
     record = coll.record(quick)
     record_head = {k: record[k] for k in ("name", "version", "quick")}
     if problems is not None:
         record["only"] = list(problems)
+    raced = {s.name: tuple(m for m in (s.methods or methods) if m in methods) for s in specs}
+    keys = {
+        (s.name, m): cell_key(coll, quick, s.name, m, threads) for s in specs for m in raced[s.name]
+    }
     t_start = time.perf_counter()
     load = {"before": _load()}
+    cells = finished_cells(out, keys)
+    resumed = sorted(cells)
+    todo = [cell for cell in keys if cell not in cells]
+    bar = progress_bar(total=len(keys), desc="suite", unit="cells", enabled=progress)
+    with bar:
+        bar.update(len(cells))
+        for cell in _race_cells(todo, coll, quick, out, threads, command_line, client):
+            cells[(cell["problem"], cell["method"])] = cell
+            bar.set_postfix_str(f"{cell['problem']}: {cell['method']}")
+            bar.update(1)
+    load["after"] = _load()
     rows, records, infos, seconds, metas = [], [], [], {}, {}
     for spec in specs:
-        t0 = time.perf_counter()
-        problem = spec.build(quick, settings["random_state"])
-        raced = tuple(m for m in (spec.methods or methods) if m in methods)
-        result = run_compare(
-            [problem],
-            methods=raced,
-            threads=threads,
-            cache_dir=out / "reference_cache",
-            progress=progress,
-            command_line=command_line,
-            **settings,
-        )
-        for row in result.rows:
+        p_cells = [cells[(spec.name, m)] for m in raced[spec.name]]
+        p_rows, p_runs, p_meta = merge_problem(p_cells)
+        for row in p_rows:
             row.update(collection=coll.name, collection_version=coll.version)
         # compare's record of the problem, per-seed runs included; the one page is the
         # suite's (a page per problem would draw every figure twice)
         write_json(
             out / "problems" / spec.name / "compare.json",
-            {
-                "meta": {**result.meta, "collection": record_head},
-                "rows": result.rows,
-                "runs": result.runs,
-            },
+            {"meta": {**p_meta, "collection": record_head}, "rows": p_rows, "runs": p_runs},
         )
-        rows += result.rows
-        skipped = [m for m in methods if m not in raced]
-        records += records_from_rows(
-            result.rows, record, skipped=skipped, skip_reason=spec.skip_reason
-        )
+        rows += p_rows
+        skipped = [m for m in methods if m not in raced[spec.name]]
+        records += records_from_rows(p_rows, record, skipped=skipped, skip_reason=spec.skip_reason)
         infos.append(
-            {
-                **_problem_info(problem, result),
-                "description": spec.description,
-                "methods_skipped": skipped,
-            }
+            {**p_cells[0]["info"], "description": spec.description, "methods_skipped": skipped}
         )
         metas[spec.name] = {
-            k: result.meta.get(k) for k in ("max_effort", "threads", "blas_threads", "seeds")
+            "max_effort": p_meta["max_effort"],
+            "seeds": p_meta["seeds"],
+            # the counts in force inside each cell, where it ran
+            "threads": {c["method"]: c["meta"]["threads"] for c in p_cells},
+            "blas_threads": {c["method"]: c["meta"]["blas_threads"] for c in p_cells},
         }
-        seconds[spec.name] = time.perf_counter() - t0
-        del problem, result
-    load["after"] = _load()
+        seconds[spec.name] = sum(c["seconds"] for c in p_cells)
     record["problems"] = infos
     meta = {
         "command": "suite",
@@ -333,8 +387,22 @@ def run_suite(
         "machine": machine_info(),
         "load_average": load,
         "wall_seconds": time.perf_counter() - t_start,
+        # the cells' own wall times, summed per problem (on a cluster, in their workers)
         "wall_seconds_per_problem": seconds,
         "compare": metas,
+        "cells": {
+            "where": where,
+            "n_cells": len(keys),
+            "resumed": [list(c) for c in resumed],
+            "ran": {
+                f"{p} x {m}": {
+                    "seconds": c["seconds"],
+                    "worker": c["worker"],
+                    "finished_at": c["finished_at"],
+                }
+                for (p, m), c in sorted(cells.items())
+            },
+        },
         "record_shape": "see ksvd_bench.race.suite (module docstring)",
         "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -373,10 +441,6 @@ def write_record(result, path):
         "rows": [{k: v for k, v in r.items() if k != "history"} for r in result.rows],
     }
     return write_json(path, payload)
-
-
-def _slug(text):
-    return "".join(c if c.isalnum() or c in "-." else "_" for c in str(text)).strip("_")
 
 
 def _draw(result, out):
