@@ -46,6 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
+from solvers._source import frobenius_of
 
 __all__ = [
     "DATASETS",
@@ -178,7 +179,7 @@ class Problem:
             from ksvd_bench.metrics import frobenius_norm
 
             return frobenius_norm(self.G)
-        return float(np.linalg.norm(self.G))
+        return frobenius_of(self.G)  # no overflow of the squares of a G near 1e300
 
     def lazy_reference(self, rank, *, cache_dir=None):
         """The reference of a lazy problem (:func:`krylov_reference`), cached by definition.
@@ -1069,22 +1070,28 @@ def problems_from_args(args):
             "bandwidth_factor": _arg(args, "bandwidth_factor", 1.0),
             "random_state": seed,
         }
-        if kind == "points":
-            problems.append(
-                problem_from_points(
-                    *arrays, center=False, memory_limit=limit, source=source, **common
-                )
-            )
-        elif kind == "matrix":
-            problems.append(_given_matrix(arrays[0], name, source, limit, seed))
-        else:
-            A = arrays[0]
-            compat = getattr(args, "compat", None)
-            if A.shape[0] != A.shape[1] and compat is None:
-                compat = DEFAULT_FEATURE_COMPAT
-            problem = problem_from_data(
-                A, compat=compat, center=bool(_arg(args, "center", True)), **common
-            )
-            problem.source = source
-            problems.append(problem)
+        try:
+            problems.append(_user_problem(args, kind, arrays, source, limit, seed, common))
+        except DatasetError:
+            raise
+        except ValueError as exc:  # the data cannot give this kernel (gamma, magnitudes)
+            message = str(exc).replace("; pass gamma", "; pass --gamma")
+            raise DatasetError(f"problem {name!r} ({source}): {message}") from exc
     return problems
+
+
+def _user_problem(args, kind, arrays, source, limit, seed, common):
+    """One problem of :func:`problems_from_args` from its checked arrays."""
+    if kind == "points":
+        return problem_from_points(
+            *arrays, center=False, memory_limit=limit, source=source, **common
+        )
+    if kind == "matrix":
+        return _given_matrix(arrays[0], common["name"], source, limit, seed)
+    A = arrays[0]
+    compat = getattr(args, "compat", None)
+    if A.shape[0] != A.shape[1] and compat is None:
+        compat = DEFAULT_FEATURE_COMPAT
+    problem = problem_from_data(A, compat=compat, center=bool(_arg(args, "center", True)), **common)
+    problem.source = source
+    return problem
