@@ -11,10 +11,13 @@ import pytest
 import solvers
 from ksvd_bench._scoring import exact_fro2
 from ksvd_bench.cli import main
+from ksvd_bench.datasets import DatasetError
 from ksvd_bench.driver import reference_svd, solve_to_tolerance
-from ksvd_bench.kernels import paper_gamma
+from ksvd_bench.kernels import ksvd_kernel, paper_gamma
 from ksvd_bench.metrics import lowrank_error, residual_estimate, triplet_residual
-from ksvd_bench.race.problems import problem_from_file, problem_from_points
+from ksvd_bench.race.compare import run as compare_run
+from ksvd_bench.race.compare import run_compare
+from ksvd_bench.race.problems import problem_from_data, problem_from_file, problem_from_points
 
 QUIET = ["--seeds", "1", "--no-residual", "--no-progress"]
 
@@ -29,6 +32,89 @@ def _refused(tmp_path, capsys, *flags):
         _compare(tmp_path, *flags)
     assert info.value.code == 2
     return capsys.readouterr().err
+
+
+# ------------------------------------------------------- 1. degenerate problems are refused
+
+
+def test_case_91_constant_data_is_refused_before_racing(tmp_path, capsys):
+    """``compare --data ones.npy --gamma 1``: G is exactly 0 after centring."""
+    np.save(tmp_path / "ones.npy", np.ones((30, 30)))
+    err = _refused(tmp_path, capsys, "--data", str(tmp_path / "ones.npy"), "--gamma", "1")
+    assert "problem 'ones'" in err
+    assert "zero to rounding after centring (||G||_F = exactly 0)" in err
+    assert not (tmp_path / "out" / "compare.json").exists()  # refused before any race
+
+
+def test_case_95_one_column_csv_is_refused_and_the_fix_is_named(tmp_path, capsys):
+    path = tmp_path / "column.csv"
+    np.savetxt(path, np.random.default_rng(0).normal(size=(50, 1)), delimiter=",")
+    err = _refused(tmp_path, capsys, "--data", str(path), "--rank", "1")
+    assert "G (50x1) is zero to rounding after centring" in err
+    assert "one column is its own mean" in err and "--no-center" in err
+    # uncentred, the same file is a problem (a column of ones: SNE rows sum to 1)
+    problem = problem_from_file(path, kind="data", center=False)
+    np.testing.assert_allclose(problem.G, 1.0, rtol=1e-15)
+
+
+def test_case_104_data_far_from_the_origin_under_pca_is_refused_with_the_translation():
+    """A 300 x 20 table shifted by 1e8: the uncentred PCA map sends every row's kernel mass
+    to one column, and centring leaves rounding (s_1 about 2e-14); translated to its mean
+    the data give the G of the unshifted table."""
+    A = np.random.default_rng(0).normal(size=(300, 20))
+    with pytest.raises(DatasetError) as info:
+        problem_from_data(A + 1e8, name="shifted", compat="pca")
+    message = str(info.value)
+    assert "problem 'shifted': G (300x20) is zero to rounding after centring" in message
+    assert "far from the origin (mean 1e+08" in message
+    assert "'pca' map" in message and "translate the data to their mean first" in message
+    # the norm the message promises is that of the translated data's G
+    shifted = A + 1e8
+    translated = ksvd_kernel(
+        shifted - shifted.mean(), "sne", gamma=paper_gamma(shifted), compat="pca"
+    )
+    assert f"gives ||G||_F = {np.linalg.norm(translated):.3g})" in message
+    assert np.linalg.svd(translated, compute_uv=False)[0] > 1.0  # a real problem
+    # the direct formula agrees that the shifted G is zero to rounding, not a bug of the check
+    G = ksvd_kernel(shifted, "sne", gamma=paper_gamma(shifted), compat="pca")
+    K = ksvd_kernel(shifted, "sne", gamma=paper_gamma(shifted), compat="pca", center=False)
+    assert np.linalg.norm(G) <= max(G.shape) * np.finfo(float).eps * np.linalg.norm(K)
+
+
+def test_points_whose_every_kernel_value_underflows_are_refused():
+    X = np.zeros((20, 2))
+    with pytest.raises(DatasetError, match=r"G \(20x20\) is zero \(every kernel value"):
+        problem_from_points(X, X + 1e3, name="apart", kernel="rbf", gamma=1.0)
+
+
+def test_a_zero_kernel_matrix_is_refused(tmp_path, capsys):
+    np.save(tmp_path / "nothing.npy", np.zeros((20, 15)))
+    err = _refused(tmp_path, capsys, "--matrix", str(tmp_path / "nothing.npy"), "--rank", "2")
+    assert "the kernel matrix G (20x15) is zero" in err
+
+
+def test_a_well_posed_problem_keeps_its_kernel_bit_for_bit():
+    """The check measures ||K|| between the build and the centring: G is unchanged."""
+    A = np.random.default_rng(1).random((40, 12))
+    problem = problem_from_data(A, name="table", compat="pca")
+    expected = ksvd_kernel(A, "sne", gamma=problem.gamma, compat="pca", center=True)
+    assert np.array_equal(problem.G, expected)
+
+
+@pytest.mark.parametrize("eps", ["1", "2.5"])
+def test_eps_of_one_or_more_is_refused_by_the_command(tmp_path, capsys, eps):
+    np.save(tmp_path / "table.npy", np.random.default_rng(0).random((20, 20)))
+    err = _refused(tmp_path, capsys, "--data", str(tmp_path / "table.npy"), "--eps", "0.1", eps)
+    assert "argument --eps: eps must be below 1" in err and "every answer is right" in err
+
+
+def test_eps_of_one_or_more_is_refused_by_run_compare_before_any_work(monkeypatch):
+    def no_work(*args, **kwargs):
+        raise AssertionError("the problem was built before eps was checked")
+
+    monkeypatch.setattr(compare_run, "build_problem", no_work)
+    with pytest.raises(ValueError, match="eps must be below 1, got 1"):
+        run_compare("synthetic", eps=(0.1, 1.0), progress=False)
 
 
 # ------------------------------------------------------- 2. extreme magnitudes

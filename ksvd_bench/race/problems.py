@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ksvd_bench.race.degenerate import check_given_matrix, kernel_as_raced
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
 from solvers._source import frobenius_of
 
@@ -454,10 +455,21 @@ def problem_from_data(
     if gamma is None and kernel in ("sne", "rbf", "t"):
         gamma = paper_gamma(A, factor)
     _warm_up(A, kernel, gamma, compat, center, seed)
-    t0 = time.perf_counter()
-    G = ksvd_kernel(A, kernel, gamma=gamma, compat=compat, center=center, random_state=seed)
-    seconds = time.perf_counter() - t0
-    G = np.asarray(G, dtype=np.float64)
+
+    def build(data):
+        return ksvd_kernel(
+            data, kernel, gamma=gamma, compat=compat, center=False, random_state=seed
+        )
+
+    G, seconds = kernel_as_raced(
+        lambda: build(A),
+        name=name,
+        center=bool(center),
+        gamma=gamma,
+        data=None if compat is None else A,
+        rebuild=build,
+        compat=compat,
+    )
     params = {
         "bandwidth_factor": factor,
         "compat": compat,
@@ -672,11 +684,12 @@ def problem_from_points(
     else:
         for rows in WARM_UP_ROWS:
             kernel_matrix(X[:rows], Z[:rows], kernel, gamma=gamma, center=bool(center))
-        t0 = time.perf_counter()
-        G = np.asarray(
-            kernel_matrix(X, Z, kernel, gamma=gamma, center=bool(center)), dtype=np.float64
+        G, seconds = kernel_as_raced(
+            lambda: kernel_matrix(X, Z, kernel, gamma=gamma),
+            name=name,
+            center=bool(center),
+            gamma=gamma,
         )
-        seconds = time.perf_counter() - t0
     return Problem(
         name=name,
         G=G,
@@ -842,6 +855,7 @@ def _given_matrix(G, name, source, limit, random_state):
                 f"{limit / 2**30:.2f} GiB (raise --memory-limit)"
             )
         G = G.toarray()
+    check_given_matrix(G, name)
     params = {
         "shape": list(G.shape),
         "seed": _check_seed(random_state),
