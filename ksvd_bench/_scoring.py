@@ -36,8 +36,10 @@ from ksvd_bench.metrics import (
     sv_error,
     triplet_residual,
 )
-from solvers import GAP_RTOL, frobenius_gap, probe_error
+from ksvd_bench.metrics._common import in_units, unit_of
+from solvers import GAP_RTOL, SVDResult, as_source, frobenius_gap, probe_error
 from solvers._estimate import GAP_RTOL_FLOAT32  # not re-exported by solvers
+from solvers._validation import _largest_entry
 
 __all__ = [
     "Scorer",
@@ -137,8 +139,16 @@ def exact_fro2(src):
         value = frobenius_norm(src)
     if value is None:
         return None
-    value = float(value) ** 2
+    value = float(value)
+    value = value * value  # inf, not OverflowError, where the square overflows
     return value if math.isfinite(value) and value > 0 else None
+
+
+def _times(result, unit):
+    """``result`` (an SVD) with its values multiplied by ``unit``; itself when that is 1."""
+    if unit == 1.0:
+        return result
+    return SVDResult(result.U, np.asarray(result.s) * unit, result.V, result.info)
 
 
 def gap_rtol(src):
@@ -332,10 +342,34 @@ class Scorer:
     def __post_init__(self):
         N, M = self.src.shape
         self.lowrank_method = "pass" if N * M <= LOWRANK_PASS_MAX_ENTRIES else "products"
+        # Every norm in units of G's size where that is extreme (G near 1e+-300, whose
+        # squared norms overflow or underflow), as the solvers do: the sources, the reference
+        # values and ||G||_F^2 here, each answer's values in __call__.
+        self.unit = unit_of(self._magnitude())
+        self.ref_in_units = self.reference
+        if self.unit != 1.0:
+            given = self.fro2
+            self.src = in_units(as_source(self.src), self.unit)
+            self.res_src = in_units(as_source(self.res_src), self.unit)
+            self.fro2 = exact_fro2(self.res_src)
+            if self.fro2 is None and given is not None:
+                value = given * self.unit * self.unit
+                self.fro2 = value if math.isfinite(value) and value > 0 else None
+            if self.reference is not None:
+                self.ref_in_units = _times(self.reference, self.unit)
+
+    def _magnitude(self):
+        """``||G||_2`` from the reference, else ``||G||_F`` where known, else ``max |G_ij|``
+        of a dense or sparse G (0 for a lazy one: it stays in its own units)."""
+        if self.reference is not None:
+            return float(np.max(self.reference.s, initial=0.0))
+        if self.fro2 is not None:
+            return math.sqrt(self.fro2)
+        return _largest_entry(as_source(self.res_src)) or 0.0  # a dense G's fro2 overflowed
 
     def _lowrank(self, out):
         if self.lowrank_method == "pass":
-            return lowrank_error(self.src, self.reference, out, rank=self.rank, method="pass")
+            return lowrank_error(self.src, self.ref_in_units, out, rank=self.rank, method="pass")
         if self.fro2 is None:  # once per sweep: the products route needs ||G||_F (a pass)
             value = frobenius_norm(self.res_src) ** 2
             self.fro2 = value if math.isfinite(value) and value > 0 else None
@@ -343,7 +377,7 @@ class Scorer:
             return math.nan
         return lowrank_error(
             self.res_src,
-            self.reference,
+            self.ref_in_units,
             out,
             rank=self.rank,
             method="products",
@@ -363,23 +397,25 @@ class Scorer:
         else:
             fro2 = self.fro2
         gap, probe = estimates(U, GtU, G_Omega, self.fro2, self.gap_rtol)
-        solver = solver_estimate(out.info, rank=self.rank, n_triplets=len(out.s))
+        solver = solver_estimate(out.info, rank=self.rank, n_triplets=len(out.s)) * self.unit
         error, kind, factor = choose_estimate(
             gap, solver, solver_kind(out.info), probe, self.safety
         )
         norm = math.sqrt(fro2) if math.isfinite(fro2) and fro2 > 0 else math.nan
-        return error, error / norm, kind, factor
+        return error / self.unit, error / norm, kind, factor
 
     def _read_solver_fro2(self, info):
         if self.fro2 is None and isinstance(info, dict) and "fro2" in info:
-            value = float(info["fro2"])  # the solver knew ||G||_F^2 exactly
+            # the solver knew ||G||_F^2 exactly (in G's units: inf where it overflowed)
+            value = float(info["fro2"]) * self.unit * self.unit
             self.fro2 = value if math.isfinite(value) and value > 0 else None
 
-    def _reference_measures(self, out, m):
+    def _reference_measures(self, original, out, m):
+        """The measures against the reference: ``original`` the answer, ``out`` in units."""
         ref = self.reference
-        m["sv_error"] = sv_error(ref, out, rank=self.rank)
+        m["sv_error"] = sv_error(ref, original, rank=self.rank)
         m["eta"] = eta(
-            ref, out, weights=self.weights, rank=self.rank, cluster_rtol=self.cluster_rtol
+            ref, original, weights=self.weights, rank=self.rank, cluster_rtol=self.cluster_rtol
         )
         if "lowrank" in self.track:
             m["lowrank"] = self._lowrank(out)
@@ -401,6 +437,7 @@ class Scorer:
         ``status`` is one of :data:`STATUSES`; ``"converged"`` accepts the answer.
         """
         m = _nan_measures()
+        original, out = out, _times(out, self.unit)  # out in units; eta and sv_error need none
         U = np.asarray(out.U, dtype=np.float64)[:, : self.rank]
         V = np.asarray(out.V, dtype=np.float64)[:, : self.rank]
         self._read_solver_fro2(out.info)
@@ -409,7 +446,7 @@ class Scorer:
         GV, GtU, G_Omega = _fused_pass(self.res_src, U, V, Omega)
         ref = self.reference
         m["triplet_residual"] = triplet_residual(
-            self.res_src, out, rank=self.rank, reference=ref, products=(GV, GtU)
+            self.res_src, out, rank=self.rank, reference=self.ref_in_units, products=(GV, GtU)
         )
         error, relative, kind, factor = self._estimate(U, GtU, G_Omega, out)
         m.update(
@@ -419,7 +456,7 @@ class Scorer:
             solver_error_estimate=solver_estimate(out.info),
         )
         if ref is not None:
-            self._reference_measures(out, m)
+            self._reference_measures(original, out, m)
         if self.track_residual:
             # the scoring pass made G V~ and G^T U~ already when it saw every triplet
             whole = np.shape(out.U)[1] == U.shape[1]
@@ -430,6 +467,8 @@ class Scorer:
                 cluster_rtol=self.cluster_rtol,
                 products=(GV, GtU) if whole else None,
             )
+            if self.weights == "singular_values":  # weighted by the values: G's own units
+                m["residual_estimate"] /= self.unit
         m["value"] = m[self.metric]
         stopping = self._stopping(m, factor)
         if ref is not None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
 from solvers import check_choice
+from solvers._scaling import power_of_two_scale
 
 from ._sparse_structure import checked_csr
 
@@ -51,6 +53,15 @@ def paper_gamma(A, bandwidth_factor=1.0):
     computed in float64 without densifying a sparse ``A``: in two passes, the mean first, then
     the squared deviations of the stored entries plus ``(N*M - nnz) * mean**2`` for the zeros.
     (The one-pass ``E[A^2] - mean^2`` cancels catastrophically for data far from the origin.)
+    Entries of extreme magnitude (largest ``|entry|`` outside ``2^+-SAFE_EXPONENT``) are
+    brought near 1 by a power of two first (exact, as the solvers do), so that their squares
+    neither overflow (data near ``1e300``) nor underflow (data near ``1e-300``).
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is constant (zero variance), or if the rule's gamma lies beyond the float64
+        range (data near its largest value); either way a gamma must be given.
     """
     factor = check_gamma(bandwidth_factor)
     n, m = A.shape
@@ -61,13 +72,27 @@ def paper_gamma(A, bandwidth_factor=1.0):
             A = A.copy()
             A.sum_duplicates()
         data = np.asarray(A.data, dtype=np.float64)
+    else:
+        data = np.asarray(A, dtype=np.float64)
+    amax = float(np.max(np.abs(data), initial=0.0))
+    unit = power_of_two_scale(amax)
+    if unit != 1.0:
+        data = data * unit  # exact: a power of two
+    if sp.issparse(A):
         total = n * m
         mean = data.sum() / total
         deviation = data - mean
         var = (deviation @ deviation + (total - data.size) * mean**2) / total
     else:
-        var = np.var(np.asarray(A, dtype=np.float64))
+        var = np.var(data)
     var = max(float(var), 0.0)
     if var == 0:
         raise ValueError("cannot apply the paper's bandwidth rule: A has zero variance; pass gamma")
-    return factor * float(np.sqrt(m * var))
+    gamma = factor * float(np.sqrt(m * var)) / unit
+    if not math.isfinite(gamma):
+        raise ValueError(
+            f"cannot apply the paper's bandwidth rule: its gamma, {factor:.3g} * sqrt({m} * "
+            f"var(A)), exceeds the float64 range (entries up to {amax:.3g}); pass gamma or "
+            f"rescale A"
+        )
+    return gamma

@@ -8,7 +8,9 @@ import numbers
 
 import numpy as np
 
-__all__ = ["WEIGHTS", "CLUSTER_RTOL", "singular_value_groups"]
+from solvers._scaling import power_of_two_scale
+
+__all__ = ["WEIGHTS", "CLUSTER_RTOL", "singular_value_groups", "in_units", "unit_of"]
 
 WEIGHTS = ("singular_values", "relative", "uniform")
 #: Default relative gap (to the largest singular value) below which singular values form a cluster.
@@ -106,6 +108,68 @@ def _pair(reference, approx, rank=None):
             f"(the number of triplets scored)"
         )
     return U, s, V, Ua[:, :r], Va[:, :r], r
+
+
+# ---------------------------------------------------------------------------------------------
+# extreme magnitudes
+# ---------------------------------------------------------------------------------------------
+
+
+class _InUnits:
+    """``unit * G`` of a matrix source: every block and product it gives, times ``unit``."""
+
+    def __init__(self, src, unit):
+        self.src, self.unit = src, unit
+        self.shape, self.dtype = tuple(src.shape), np.dtype(np.float64)
+
+    def _times(self, value):
+        return self.unit * np.asarray(value, dtype=np.float64)
+
+    def rows(self, idx):
+        return self._times(self.src.rows(idx))
+
+    def cols(self, idx):
+        return self._times(self.src.cols(idx))
+
+    def block(self, ridx, cidx):
+        return self._times(self.src.block(ridx, cidx))
+
+    def matmat(self, X):
+        return self._times(self.src.matmat(X))
+
+    def rmatmat(self, Y):
+        return self._times(self.src.rmatmat(Y))
+
+    def sketch(self, Omega, Psi):
+        sketch = getattr(self.src, "sketch", None)
+        if callable(sketch):
+            GO, GtP = sketch(Omega, Psi)
+        else:
+            GO, GtP = self.src.matmat(Omega), self.src.rmatmat(Psi)
+        return self._times(GO), self._times(GtP)
+
+    def frobenius_norm(self):
+        member = getattr(self.src, "frobenius_norm", None)
+        value = member() if callable(member) else None
+        return None if value is None else self.unit * float(value)
+
+
+def unit_of(magnitude):
+    """The unit the measures count in: 1, or a power of two where ``magnitude`` is extreme.
+
+    Norms square their entries: a ``G`` near ``1e300`` (or ``1e-300``) overflows (underflows)
+    them. Where ``magnitude`` (the size of ``G``: a singular value or an entry) lies outside
+    ``2^+-SAFE_EXPONENT`` the measures work on ``unit * G`` (:func:`in_units`), ``unit`` the
+    power of two bringing it near 1 (exact; as the solvers do,
+    :func:`solvers._scaling.power_of_two_scale`), and multiply every value they compare
+    with by ``unit`` too: their ratios do not change.
+    """
+    return power_of_two_scale(float(magnitude))
+
+
+def in_units(src, unit):
+    """``unit * G`` of the matrix source ``src``: ``src`` itself when ``unit`` is 1."""
+    return src if unit == 1.0 else _InUnits(src, unit)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -265,7 +265,7 @@ def residual_estimate(
     still makes the gap vanish: compute a few more triplets than ``rank``.
     """
     _check_estimate_options(weights, n_power_iter, block, ritz)
-    src, U, _, V, GV, GtU = _products(G, approx, products)
+    src, U, _, V, GV, GtU, unit = _products(G, approx, products)  # in units where extreme
     k = U.shape[1]
     if rank is None:
         rank = k
@@ -284,17 +284,19 @@ def residual_estimate(
     if is_ritz:
         terms = np.minimum(terms, _ritz_terms(Un, Vn, GVn, GtUn, mu, labels, tail, rank))
     w, upper = _estimate_weights(src, Q, tail, rank, weights)
+    if weights == "singular_values":
+        w = w / unit  # the paper's weights are the values themselves, in G's own units
     estimate = float(w @ terms / rank)
     if return_terms:
         return estimate, {
             "terms": terms,
             "gaps": gaps,
-            "mu": mu[:rank],
-            "tail": tail,
+            "mu": mu[:rank] / unit,
+            "tail": tail / unit,
             "ritz": bool(is_ritz),
             "weights": w,
-            "sigma_upper": upper,
-            "res_u": ru[:rank],
-            "res_v": rv[:rank],
+            "sigma_upper": upper / unit,
+            "res_u": ru[:rank] / unit,
+            "res_v": rv[:rank] / unit,
         }
     return estimate

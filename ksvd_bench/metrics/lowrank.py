@@ -10,7 +10,7 @@ import numpy as np
 
 from solvers import as_source
 
-from ._common import _pair
+from ._common import _pair, in_units, unit_of
 from .measures import _normalised_columns
 
 __all__ = ["LOWRANK_FLOOR_RTOL", "LOWRANK_PASS_MAX_ENTRIES", "frobenius_norm", "lowrank_error"]
@@ -230,6 +230,10 @@ def lowrank_error(
     norm_fro = _check_norm_fro(norm_fro)
     floor_rtol = _check_floor_rtol(floor_rtol, method)
     Un = _normalised_columns(Ua)
+    unit = unit_of(s[0])  # every norm below in units of ||G||_2 where that is extreme
+    src = in_units(src, unit)
+    s = s * unit
+    norm_fro = None if norm_fro is None else norm_fro * unit
     if method == "pass":
         fro2, (err2, opt2) = _projection_errors_pass(src, [Un, U[:, :r]], chunk)
     else:
@@ -242,10 +246,10 @@ def lowrank_error(
     excess = _excess(error, optimum, floor)
     if return_terms:
         return excess, {
-            "error": error,
-            "optimum": optimum,
-            "norm_fro": fro,
-            "floor": floor,
+            "error": error / unit,
+            "optimum": optimum / unit,
+            "norm_fro": fro / unit,
+            "floor": floor / unit,
             "method": method,
         }
     return excess

@@ -10,7 +10,7 @@ import numpy as np
 
 from solvers import as_source
 
-from ._common import _check_reference_values, _check_scored_rank, _triplets
+from ._common import _check_reference_values, _check_scored_rank, _triplets, in_units, unit_of
 
 __all__ = ["residuals", "triplet_residual"]
 
@@ -21,7 +21,9 @@ __all__ = ["residuals", "triplet_residual"]
 
 
 def _products(G, approx, products=None):
-    """The source, the triplets and ``(G V~, G^T U~)``: given, or two products."""
+    """The source, the triplets and ``(G V~, G^T U~)``: given, or two products; and the
+    unit (:func:`~ksvd_bench.metrics._common.unit_of` of ``max s~``) the source, ``s~`` and
+    the products are returned in."""
     src = as_source(G)
     U, s, V = _triplets(approx, "approx")
     if tuple(src.shape) != (U.shape[0], V.shape[0]):
@@ -29,11 +31,14 @@ def _products(G, approx, products=None):
             f"approx has U with {U.shape[0]} rows and V with {V.shape[0]} rows, but G has "
             f"shape {tuple(src.shape)}"
         )
+    unit = unit_of(np.max(np.abs(s)))
+    src, s = in_units(src, unit), s * unit
     if products is not None:
-        return (src, U, s, V, *_check_products(products, U, V))
+        GV, GtU = _check_products(products, U, V)
+        return src, U, s, V, GV * unit, GtU * unit, unit
     GV = np.asarray(src.matmat(V), dtype=np.float64)
     GtU = np.asarray(src.rmatmat(U), dtype=np.float64)
-    return src, U, s, V, GV, GtU
+    return src, U, s, V, GV, GtU, unit
 
 
 def residuals(G, approx) -> dict:
@@ -53,7 +58,7 @@ def residuals(G, approx) -> dict:
         ``"v"``: ``|G^T u~_i - s~_i v~_i| / s~_1``; ``"max"``: the largest of both (float).
         Vectors are used as given (not renormalised). All zero for an exact SVD.
     """
-    _, U, s, V, GV, GtU = _products(G, approx)
+    _, U, s, V, GV, GtU, _ = _products(G, approx)
     scale = s[0] if s[0] > 0 else 1.0
     ru = np.linalg.norm(GV - U * s, axis=0) / scale
     rv = np.linalg.norm(GtU - V * s, axis=0) / scale
@@ -157,16 +162,24 @@ def triplet_residual(
     r = k if rank is None else _check_scored_rank(rank, k)
     U, s, V = U[:, :r], s[:r], V[:, :r]
     scale = _check_scale(scale)
+    ref_s = None
     if scale is None and reference is not None:
         ref_s = _triplets(reference, "reference")[1]
         _check_reference_values(ref_s)
         if ref_s.size < r:
             raise ValueError(f"reference holds {ref_s.size} triplets, fewer than rank={r}")
-        scale = float(np.linalg.norm(ref_s[:r]))
-    if scale is None:
+    # every norm in units of the largest value where that is extreme (G near 1e+-300)
+    magnitude = max(float(np.max(np.abs(s))), 0.0 if ref_s is None else float(ref_s[0]))
+    unit = unit_of(magnitude if scale is None else max(magnitude, scale))
+    s = s * unit
+    if ref_s is not None:
+        scale = float(np.linalg.norm(ref_s[:r] * unit))
+    elif scale is None:
         scale = float(np.linalg.norm(s))
+    else:
+        scale = scale * unit
     if products is None:
-        src = as_source(G)
+        src = in_units(as_source(G), unit)
         if tuple(src.shape) != (U.shape[0], V.shape[0]):
             raise ValueError(
                 f"approx has U with {U.shape[0]} rows and V with {V.shape[0]} rows, but G "
@@ -177,13 +190,14 @@ def triplet_residual(
             GV, GtU = sketch(V, U)
         else:
             GV, GtU = src.matmat(V), src.rmatmat(U)
+        GV, GtU = _check_products((GV, GtU), U, V)
     else:
-        GV, GtU = products
-    GV, GtU = _check_products((GV, GtU), U, V)
+        GV, GtU = _check_products(products, U, V)
+        GV, GtU = GV * unit, GtU * unit
     ru = float(np.linalg.norm(GV - U * s))
     rv = float(np.linalg.norm(GtU - V * s))
     worst = max(ru, rv)
     residual = worst / scale if scale > 0 else worst
     if return_terms:
-        return residual, {"u": ru, "v": rv, "scale": scale}
+        return residual, {"u": ru / unit, "v": rv / unit, "scale": scale / unit}
     return residual

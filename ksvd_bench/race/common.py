@@ -28,6 +28,7 @@ import statistics
 import numpy as np
 
 from ksvd_bench._scoring import STATUSES, recording_warnings, reemit, warning_fields
+from ksvd_bench.metrics._common import unit_of
 from ksvd_bench.race.paper_runtime import (
     LOWRANK,
     PAPER_ASYM_ENTRY,
@@ -355,6 +356,8 @@ def measure_bound(measure, ref_s, norm_fro, rank):
         return float(2 * np.mean(s / s[0])) if s[0] > 0 else 0.0
     if measure == "uniform":
         return 2.0
+    unit = unit_of(norm_fro)  # squares in units of ||G||_F where it is extreme (1e+-300)
+    norm_fro, s = norm_fro * unit, s * unit
     optimum = math.sqrt(max(norm_fro**2 - float(np.sum(s**2)), 0.0))
     return norm_fro / optimum - 1.0 if optimum > 0 else math.inf
 

@@ -46,7 +46,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ksvd_bench.race.degenerate import check_given_matrix, kernel_as_raced
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
+from solvers._source import frobenius_of
 
 __all__ = [
     "DATASETS",
@@ -179,7 +181,7 @@ class Problem:
             from ksvd_bench.metrics import frobenius_norm
 
             return frobenius_norm(self.G)
-        return float(np.linalg.norm(self.G))
+        return frobenius_of(self.G)  # no overflow of the squares of a G near 1e300
 
     def lazy_reference(self, rank, *, cache_dir=None):
         """The reference of a lazy problem (:func:`krylov_reference`), cached by definition.
@@ -454,10 +456,21 @@ def problem_from_data(
     if gamma is None and kernel in ("sne", "rbf", "t"):
         gamma = paper_gamma(A, factor)
     _warm_up(A, kernel, gamma, compat, center, seed)
-    t0 = time.perf_counter()
-    G = ksvd_kernel(A, kernel, gamma=gamma, compat=compat, center=center, random_state=seed)
-    seconds = time.perf_counter() - t0
-    G = np.asarray(G, dtype=np.float64)
+
+    def build(data):
+        return ksvd_kernel(
+            data, kernel, gamma=gamma, compat=compat, center=False, random_state=seed
+        )
+
+    G, seconds = kernel_as_raced(
+        lambda: build(A),
+        name=name,
+        center=bool(center),
+        gamma=gamma,
+        data=None if compat is None else A,
+        rebuild=build,
+        compat=compat,
+    )
     params = {
         "bandwidth_factor": factor,
         "compat": compat,
@@ -672,11 +685,12 @@ def problem_from_points(
     else:
         for rows in WARM_UP_ROWS:
             kernel_matrix(X[:rows], Z[:rows], kernel, gamma=gamma, center=bool(center))
-        t0 = time.perf_counter()
-        G = np.asarray(
-            kernel_matrix(X, Z, kernel, gamma=gamma, center=bool(center)), dtype=np.float64
+        G, seconds = kernel_as_raced(
+            lambda: kernel_matrix(X, Z, kernel, gamma=gamma),
+            name=name,
+            center=bool(center),
+            gamma=gamma,
         )
-        seconds = time.perf_counter() - t0
     return Problem(
         name=name,
         G=G,
@@ -842,6 +856,7 @@ def _given_matrix(G, name, source, limit, random_state):
                 f"{limit / 2**30:.2f} GiB (raise --memory-limit)"
             )
         G = G.toarray()
+    check_given_matrix(G, name)
     params = {
         "shape": list(G.shape),
         "seed": _check_seed(random_state),
@@ -1072,22 +1087,28 @@ def problems_from_args(args):
             "bandwidth_factor": _arg(args, "bandwidth_factor", 1.0),
             "random_state": seed,
         }
-        if kind == "points":
-            problems.append(
-                problem_from_points(
-                    *arrays, center=False, memory_limit=limit, source=source, **common
-                )
-            )
-        elif kind == "matrix":
-            problems.append(_given_matrix(arrays[0], name, source, limit, seed))
-        else:
-            A = arrays[0]
-            compat = getattr(args, "compat", None)
-            if A.shape[0] != A.shape[1] and compat is None:
-                compat = DEFAULT_FEATURE_COMPAT
-            problem = problem_from_data(
-                A, compat=compat, center=bool(_arg(args, "center", True)), **common
-            )
-            problem.source = source
-            problems.append(problem)
+        try:
+            problems.append(_user_problem(args, kind, arrays, source, limit, seed, common))
+        except DatasetError:
+            raise
+        except ValueError as exc:  # the data cannot give this kernel (gamma, magnitudes)
+            message = str(exc).replace("; pass gamma", "; pass --gamma")
+            raise DatasetError(f"problem {name!r} ({source}): {message}") from exc
     return problems
+
+
+def _user_problem(args, kind, arrays, source, limit, seed, common):
+    """One problem of :func:`problems_from_args` from its checked arrays."""
+    if kind == "points":
+        return problem_from_points(
+            *arrays, center=False, memory_limit=limit, source=source, **common
+        )
+    if kind == "matrix":
+        return _given_matrix(arrays[0], common["name"], source, limit, seed)
+    A = arrays[0]
+    compat = getattr(args, "compat", None)
+    if A.shape[0] != A.shape[1] and compat is None:
+        compat = DEFAULT_FEATURE_COMPAT
+    problem = problem_from_data(A, compat=compat, center=bool(_arg(args, "center", True)), **common)
+    problem.source = source
+    return problem

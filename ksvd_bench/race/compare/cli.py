@@ -34,6 +34,7 @@ from ksvd_bench.race.compare.settings import (
     FULL_MEASURES,
     FULL_SEEDS,
     FULL_SWEEP_LIMIT,
+    check_tolerance,
 )
 from ksvd_bench.race.paper_runtime import (
     DEFAULT_EPS,
@@ -54,6 +55,14 @@ __all__ = ["add_compare", "check_compare", "run_compare_command"]
 
 #: flags of the synthetic problem only (``--size`` applies to every shaped dataset)
 _SYNTHETIC_FLAGS = ("planted_rank", "decay", "coherence", "noise")
+
+
+def _tolerance(text):
+    """A tolerance of the race, in (0, 1) (``settings.check_tolerance``)."""
+    try:
+        return check_tolerance(positive_float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _effort_cap(text):
@@ -94,9 +103,9 @@ def add_compare(sub):
     c.add_argument(
         "--eps",
         nargs="+",
-        type=positive_float,
+        type=_tolerance,
         default=list(DEFAULT_EPS),
-        help="tolerance(s) (default: 0.1 0.01)",
+        help="tolerance(s), each in (0, 1) (default: 0.1 0.01)",
     )
     c.add_argument(
         "--measures",

@@ -430,8 +430,8 @@ def run_compare(
     ------
     ValueError
         Naming the argument: an unknown dataset, method or measure, a non-positive rank,
-        seeds, repeats, eps, budget or limit, more threads than Numba's pool, an ``out``
-        that cannot be written.
+        seeds, repeats, budget or limit, an eps outside (0, 1) (at eps >= 1 every answer is
+        right), more threads than Numba's pool, an ``out`` that cannot be written.
     """
     from ksvd_bench.report import check_out_dir, machine_info, progress_bar
 

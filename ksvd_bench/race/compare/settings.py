@@ -46,6 +46,7 @@ __all__ = [
     "POINT_ONLY",
     "Settings",
     "check_settings",
+    "check_tolerance",
     "check_datasets",
     "check_rank_fits",
     "solver_of",
@@ -110,16 +111,29 @@ class Settings:
     cache_dir: Path | None
 
 
+def check_tolerance(e):
+    """One tolerance of the race as a float in ``(0, 1)``, or raise ``ValueError``.
+
+    At ``eps >= 1`` every answer is right: the singular values of an answer of zeros are off
+    by 1 relative, and its triplet residual is 0.
+    """
+    e = float(e)
+    if not (math.isfinite(e) and e > 0):
+        raise ValueError(f"eps must hold finite positive tolerances, got {e!r}")
+    if e >= 1:
+        raise ValueError(
+            f"eps must be below 1, got {e:g}: at eps >= 1 every answer is right (the singular "
+            f"values of an answer of zeros are off by 1, relative), so the race would crown "
+            f"any solver"
+        )
+    return e
+
+
 def _check_eps(eps):
     eps = [eps] if np.isscalar(eps) else list(eps)
     if not eps:
         raise ValueError("eps must hold at least one tolerance")
-    out = []
-    for e in eps:
-        e = float(e)
-        if not (math.isfinite(e) and e > 0):
-            raise ValueError(f"eps must hold finite positive tolerances, got {e!r}")
-        out.append(e)
+    out = [check_tolerance(e) for e in eps]
     # Loose first, tightest last: one driver run to the tightest answers them all.
     return tuple(sorted(set(out), reverse=True))
 
