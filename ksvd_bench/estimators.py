@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 import solvers
 from ksvd_bench.kernels import KernelSource, compat_maps, kernel_matrix
-from ksvd_bench.kernels._params import COMPATS, KERNELS, check_gamma, paper_gamma
+from ksvd_bench.kernels.params import COMPATS, KERNELS, check_gamma, paper_gamma
 from solvers import SVDResult, check_random_state, fix_signs  # random_state: None, int, Generator
 
 __all__ = ["KSVD"]

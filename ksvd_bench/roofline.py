@@ -143,8 +143,8 @@ def time_against_blas(fns, repeats, settle=SETTLE_S):
     before (Numba's OpenMP workers, OpenBLAS's) have stopped spinning and take no cores, or
     CPU time, from it. OpenBLAS's spin lasts ``2**OPENBLAS_THREAD_TIMEOUT`` clock ticks, about
     0.1 s by default: far longer than the pause, so run with a short one
-    (:func:`ksvd_bench._threads.quiet_blas_spin`, which ``ksvd-bench`` calls;
-    :func:`ksvd_bench._threads.solver_threads` warns).
+    (:func:`ksvd_bench.threads.quiet_blas_spin`, which ``ksvd-bench`` calls;
+    :func:`ksvd_bench.threads.solver_threads` warns).
 
     Returns
     -------
@@ -182,8 +182,8 @@ def time_against_blas(fns, repeats, settle=SETTLE_S):
 
 def _one_setting(n, m, d, k, dtype, threads, kernel, repeats, seed, settle):
     """Rows of :func:`roofline` for one dtype and thread count."""
-    from ksvd_bench._threads import solver_threads
     from ksvd_bench.kernels import KernelSource
+    from ksvd_bench.threads import solver_threads
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
@@ -269,8 +269,8 @@ def roofline(
         :func:`ksvd_bench.report.machine_info` plus the 1-minute load average before and
         after the run.
     """
-    from ksvd_bench._threads import check_threads, max_threads
     from ksvd_bench.report import machine_info
+    from ksvd_bench.threads import check_threads, max_threads
 
     m = n if m is None else m
     for name, v in (("n", n), ("m", m), ("d", d), ("k", k), ("repeats", repeats)):
@@ -342,7 +342,7 @@ def format_roofline(result):
 # ----------------------------------------------------------------------- command line
 def add_parser(subparsers):
     """Add ``roofline`` to an argparse ``subparsers``; it sets ``func`` and ``check``."""
-    from ksvd_bench._cliargs import int_list, nonnegative_float, out_dir, positive_int
+    from ksvd_bench.cliargs import int_list, nonnegative_float, out_dir, positive_int
 
     p = subparsers.add_parser(
         "roofline",
@@ -407,8 +407,8 @@ def add_parser(subparsers):
 
 def check(args, parser):
     """Cross-flag checks, before any work."""
-    from ksvd_bench._cliargs import check_out
-    from ksvd_bench._threads import max_threads
+    from ksvd_bench.cliargs import check_out
+    from ksvd_bench.threads import max_threads
 
     bad = [t for t in args.dtypes if t not in ("float32", "float64")]
     if bad or not args.dtypes:
@@ -422,7 +422,7 @@ def run(args):
     """Measure, print the table and write ``roofline.json``."""
     from pathlib import Path
 
-    from ksvd_bench._cliargs import print_result
+    from ksvd_bench.cliargs import print_result
     from ksvd_bench.report import write_json
 
     result = roofline(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from ._estimate import (
     GAP_RTOL,
+    GAP_RTOL_FLOAT32,
     N_PROBES,
     PROBE_SAFETY,
     frobenius_gap,
@@ -46,20 +47,21 @@ from ._source import (
     SparseSource,
     as_source,
     check_index,
+    frobenius_of,
     source_to_dense,
-)
-from ._validation import (
-    METHODS,
-    OPTIONS,
-    check_choice,
-    check_method_options,
-    check_random_state,
 )
 from .generalized_nystrom import generalized_nystrom
 from .krylov import block_krylov
 from .nystrom import asym_nystrom, sym_nystrom
 from .rsvd import randomized_range_finder, rsvd
 from .tsvd import tsvd
+from .validation import (
+    METHODS,
+    OPTIONS,
+    check_choice,
+    check_method_options,
+    check_random_state,
+)
 
 __all__ = [
     "METHODS",
@@ -83,8 +85,10 @@ __all__ = [
     "check_choice",
     "fix_signs",
     "check_index",
+    "frobenius_of",
     # error estimates without a reference (issue 15 §2)
     "GAP_RTOL",
+    "GAP_RTOL_FLOAT32",
     "N_PROBES",
     "PROBE_SAFETY",
     "frobenius_gap",

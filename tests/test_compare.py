@@ -10,7 +10,6 @@ import textwrap
 import numpy as np
 import pytest
 
-from ksvd_bench._threads import max_threads
 from ksvd_bench.datasets import make_directed_graph
 from ksvd_bench.driver import definition_key, reference_svd
 from ksvd_bench.race.compare import (
@@ -31,6 +30,7 @@ from ksvd_bench.race.problems import (
     problem_from_data,
 )
 from ksvd_bench.report import atomic_path, check_out_dir, write_csv
+from ksvd_bench.threads import max_threads
 
 RANK = 4
 METHODS = ("tsvd", "rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom", "asym_nystrom")

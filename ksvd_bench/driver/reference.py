@@ -21,7 +21,8 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import svd_flip
 
 import solvers
-from ksvd_bench.metrics import _check_cluster_rtol, residuals
+from ksvd_bench.metrics import residuals
+from ksvd_bench.metrics.common import check_cluster_rtol
 from solvers import SVDResult, as_source, source_to_dense
 
 __all__ = ["DENSE_REFERENCE_MAX_ENTRIES", "definition_key", "reference_svd"]
@@ -395,7 +396,7 @@ def reference_svd(
     src = as_source(G)
     shape = tuple(int(n) for n in src.shape)
     rank = _check_rank(rank, shape)
-    cluster_rtol = _check_cluster_rtol(cluster_rtol)
+    cluster_rtol = check_cluster_rtol(cluster_rtol)
     if not isinstance(verify, (bool, np.bool_)):
         raise TypeError(f"verify must be True or False, got {verify!r}")
     limit = DENSE_REFERENCE_MAX_ENTRIES if max_dense_entries is None else max_dense_entries

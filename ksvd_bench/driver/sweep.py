@@ -2,7 +2,7 @@
 
 :func:`solve_to_tolerance` reads as its steps: validate the request (grouped into the stop
 and its estimate, the scoring, the effort), prepare the sources and the reference, warm up,
-sweep the efforts (each answer scored by :class:`ksvd_bench._scoring.Scorer`), time the
+sweep the efforts (each answer scored by :class:`ksvd_bench.scoring.Scorer`), time the
 accepted one, and return a :class:`~ksvd_bench.driver.ToleranceResult`.
 """
 
@@ -16,7 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 import solvers
-from ksvd_bench._scoring import (
+from ksvd_bench.metrics import CLUSTER_RTOL, WEIGHTS
+from ksvd_bench.metrics.common import check_cluster_rtol
+from ksvd_bench.scoring import (
     Scorer,
     exact_fro2,
     gap_rtol,
@@ -24,7 +26,6 @@ from ksvd_bench._scoring import (
     reemit,
     warning_fields,
 )
-from ksvd_bench.metrics import CLUSTER_RTOL, WEIGHTS, _check_cluster_rtol
 from solvers import N_PROBES, PROBE_SAFETY, SVDResult, as_source, check_random_state
 
 from .reference import _check_rank, reference_svd
@@ -230,7 +231,7 @@ def _scoring(
         weights=weights,
         track=frozenset(track) | {metric},
         track_residual=bool(track_residual) or stop == "residual",
-        cluster_rtol=_check_cluster_rtol(cluster_rtol),
+        cluster_rtol=check_cluster_rtol(cluster_rtol),
         reference=reference,
         cache_dir=cache_dir,
         cache_key=cache_key,

@@ -10,10 +10,7 @@ import scipy.sparse as sp
 
 from solvers import check_choice, check_index  # solvers imports nothing from ksvd_bench
 
-from . import _numba as nb
-from ._operands import check_operand, check_product
-from ._ordered import ordered_dot, ordered_sum_squares
-from ._params import EXP_KERNELS, check_gamma, check_kernel, paper_gamma
+from . import leaves as nb
 from .backends import backend_class, check_device
 from .backends.base import CODES, Params
 from .compat import compat_data, resolve_compat
@@ -30,6 +27,9 @@ from .matrix import (
     squared_norms,
     translate_to_mean,
 )
+from .operands import check_operand, check_product
+from .ordered import ordered_dot, ordered_sum_squares
+from .params import EXP_KERNELS, check_gamma, check_kernel, paper_gamma
 
 __all__ = ["ksvd_kernel", "KernelSource", "FROBENIUS_RTOL"]
 
@@ -824,7 +824,7 @@ class KernelSource:
 
     def _result(self, R, V, vec, name, transpose=False):
         """``R`` (a product with the operand ``V`` called ``name``) in the result dtype,
-        checked finite (:func:`~ksvd_bench.kernels._operands.check_product`)."""
+        checked finite (:func:`~ksvd_bench.kernels.operands.check_product`)."""
         R = R.astype(np.result_type(self.dtype, V), copy=False)
         check_product(R, V, name, self.norm_bound, transpose)
         return R[:, 0] if vec else R

@@ -22,7 +22,7 @@ from sklearn.decomposition import PCA
 from sklearn.kernel_approximation import Nystroem
 from sklearn.pipeline import make_pipeline
 
-from ksvd_bench.kernels._params import paper_gamma
+from ksvd_bench.kernels.params import paper_gamma
 from ksvd_bench.paper._result import ExperimentResult
 from ksvd_bench.paper._setup import RunSetup, check_count, draw_seed
 from ksvd_bench.paper.node_classification import (

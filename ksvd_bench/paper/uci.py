@@ -18,7 +18,7 @@ from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ksvd_bench.kernels._params import paper_gamma
+from ksvd_bench.kernels.params import paper_gamma
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._result import ExperimentResult
 from ksvd_bench.paper._setup import RunSetup

@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 
 import solvers
-from ksvd_bench._cliargs import (
+from ksvd_bench.cliargs import (
     add_run_arguments,
     check_out,
     positive_float,
     positive_int,
     print_result,
 )
-from ksvd_bench.kernels._params import KERNELS
+from ksvd_bench.kernels.params import KERNELS
 from ksvd_bench.race.paper_runtime import (
     DEFAULT_KERNEL,
     DEFAULT_RANK,
@@ -271,13 +271,13 @@ def check_residual_study(args, parser):
 
 def run_residual_study_command(args):
     """Run ``residual-study``; print the summary and write JSON/CSV under ``--out``."""
-    from ksvd_bench._threads import solver_threads
     from ksvd_bench.race.residual_study import (
         run_residual_study,
         summarize_error_estimates,
         summarize_residual_study,
     )
     from ksvd_bench.report import format_table, machine_info, write_csv, write_json
+    from ksvd_bench.threads import solver_threads
 
     with solver_threads(args.threads):
         machine = machine_info()  # inside the limits: records the counts the solvers used
@@ -426,8 +426,8 @@ def check_sampling(args, parser):
 
 def run_sampling_command(args):
     """Run ``sampling``; print its summary and the files written."""
-    from ksvd_bench._threads import solver_threads
     from ksvd_bench.race.sampling import format_sampling, sampling_study, write_sampling
+    from ksvd_bench.threads import solver_threads
 
     n, rank, extra = args.n, args.rank, {}
     if args.quick:

@@ -16,7 +16,7 @@ ToleranceResult` and its history entries); :func:`meets` applies the same rule a
 so that one driver sweep to the tightest ``eps`` answers the looser ones too. A warning is
 data: :func:`counting_warnings` records (and re-issues) the warnings of the solves the
 studies make themselves, and ``warning_fields`` (the driver's, from
-:mod:`ksvd_bench._scoring`) turns them into a count and deduplicated messages.
+:mod:`ksvd_bench.scoring`) turns them into a count and deduplicated messages.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ import statistics
 
 import numpy as np
 
-from ksvd_bench._scoring import STATUSES, recording_warnings, reemit, warning_fields
-from ksvd_bench.metrics._common import unit_of
+from ksvd_bench.metrics.common import unit_of
 from ksvd_bench.race.paper_runtime import (
     LOWRANK,
     PAPER_ASYM_ENTRY,
@@ -36,6 +35,7 @@ from ksvd_bench.race.paper_runtime import (
     PAPER_WEIGHTS,
 )
 from ksvd_bench.race.problems import Problem
+from ksvd_bench.scoring import STATUSES, recording_warnings, reemit, warning_fields
 
 __all__ = [
     "STRUCTURED_NAME",
@@ -208,7 +208,7 @@ def meets(entry, eps, key="value"):
 
 def status_of(right, reliable, fired=False):
     """The verdict in words (one of :data:`STATUSES`, the driver's, from
-    :mod:`ksvd_bench._scoring`): ``right`` (every part of the rule met) is ``"converged"``; a
+    :mod:`ksvd_bench.scoring`): ``right`` (every part of the rule met) is ``"converged"``; a
     stopping rule that ``fired`` on an answer that is not right stopped early, wrong (the
     finding a reference-free stop's row exists to show); otherwise ``"unreliable"`` where the
     solver distrusted the answer, else ``"not converged"``."""

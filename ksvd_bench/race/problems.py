@@ -29,7 +29,7 @@ A user's own problems (``compare --data/--points/--matrix``, issue 19):
   estimate is at most :data:`LAZY_REFERENCE_TOL` (:func:`krylov_reference`), which the
   problem's ``reference_note`` says;
 * :func:`problem_from_file`: any of them from files (``.npy``, ``.npz``, ``.mtx``, ``.csv``,
-  read and checked by :func:`ksvd_bench.datasets._files.read_user_matrix`), named by the
+  read and checked by :func:`ksvd_bench.datasets.read_user_matrix`), named by the
   file's stem;
 * :func:`add_problem_arguments` / :func:`problems_from_args`: the flags and their problems,
   every file read and checked before any kernel is built.
@@ -48,7 +48,7 @@ import scipy.sparse as sp
 
 from ksvd_bench.race.degenerate import check_given_matrix, kernel_as_raced
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
-from solvers._source import frobenius_of
+from solvers import frobenius_of
 
 __all__ = [
     "DATASETS",
@@ -305,7 +305,7 @@ def problem_data(name):
 
 
 #: row counts of the warm-up slices: the kernel builders run a serial compile below
-#: 2**16 output entries and a parallel one above (``kernels._numba.SERIAL_BELOW``); a 64-row
+#: 2**16 output entries and a parallel one above (``kernels.leaves.SERIAL_BELOW``); a 64-row
 #: slice reaches only the serial one, so the timed build compiled the parallel one (3-7 s
 #: charged to "kernel s" on a first run, 0.1 s warm on Cora). 320 x 320 > 2**16 reaches both.
 WARM_UP_ROWS = (64, 320)
@@ -704,7 +704,7 @@ def problem_from_points(
 
 
 def _read(path, kind, name):
-    from ksvd_bench.datasets._files import read_user_matrix
+    from ksvd_bench.datasets import read_user_matrix
 
     what = {
         "data": "the data matrix A",
@@ -731,7 +731,7 @@ def read_problem_files(kind, paths, *, name=None):
     Returns
     -------
     (name, arrays)
-        ``arrays`` the checked matrices (:func:`~ksvd_bench.datasets._files.read_user_matrix`).
+        ``arrays`` the checked matrices (:func:`~ksvd_bench.datasets.read_user_matrix`).
 
     Raises
     ------
@@ -979,7 +979,7 @@ def add_problem_arguments(parser):
     parser's usual flags when it has them (``--kernel``, ``--center``). Read the problems back
     with :func:`problems_from_args`.
     """
-    from ksvd_bench._cliargs import positive_float
+    from ksvd_bench.cliargs import positive_float
 
     g = parser.add_argument_group(
         "your own problems (each repeatable, mixable with --dataset; named by the file's stem)"

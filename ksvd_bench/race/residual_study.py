@@ -28,13 +28,6 @@ import time
 import numpy as np
 
 import solvers
-from ksvd_bench._scoring import (
-    estimate_error,
-    recording_warnings,
-    reemit,
-    solver_estimate,
-    warning_fields,
-)
 from ksvd_bench.datasets import load_graph
 from ksvd_bench.kernels import paper_gamma
 from ksvd_bench.kernels.structured import StructuredKernelSource, structured_svd
@@ -49,6 +42,13 @@ from ksvd_bench.metrics import (
     triplet_residual,
 )
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS
+from ksvd_bench.scoring import (
+    estimate_error,
+    recording_warnings,
+    reemit,
+    solver_estimate,
+    warning_fields,
+)
 
 __all__ = [
     "DEFAULT_EFFORTS",

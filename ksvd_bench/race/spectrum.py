@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench._threads import check_threads, solver_threads
 from ksvd_bench.race.common import (
     check_positive_int,
     driver_options,
@@ -40,6 +39,7 @@ from ksvd_bench.race.problems import (
     build_problem,
     problem_from_data,
 )
+from ksvd_bench.threads import check_threads, solver_threads
 
 __all__ = [
     "DEFAULT_FACTORS",

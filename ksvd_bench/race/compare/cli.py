@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ksvd_bench._cliargs import (
+from ksvd_bench.cliargs import (
     add_run_arguments,
     check_out,
     nonnegative_float,

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench._threads import check_threads
 from ksvd_bench.race.common import (
     POINT_ONLY,
     VARIANTS,
@@ -31,6 +30,7 @@ from ksvd_bench.race.problems import (
     Problem,
     dataset_shape,
 )
+from ksvd_bench.threads import check_threads
 
 __all__ = [
     "VARIANTS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ksvd_bench._cliargs import (
+from ksvd_bench.cliargs import (
     THREADS_HELP,
     check_out,
     check_scheduler,
@@ -18,8 +18,8 @@ __all__ = ["add_parser", "format_suite"]
 
 def add_parser(sub):
     """Add ``suite``: race a fixed, versioned problem collection; profiles and failures."""
-    from ksvd_bench._threads import DEFAULT_THREADS
     from ksvd_bench.race.suite.collection import COLLECTIONS, DEFAULT_COLLECTION
+    from ksvd_bench.threads import DEFAULT_THREADS
 
     p = sub.add_parser(
         "suite",
@@ -178,7 +178,7 @@ def _client(args):
 
 def run_suite_command(args):
     """Run ``suite`` with parsed arguments; print the summary and the files written."""
-    from ksvd_bench._cliargs import print_result
+    from ksvd_bench.cliargs import print_result
     from ksvd_bench.race.suite.collection import get_collection
     from ksvd_bench.race.suite.run import run_suite, write_record
     from ksvd_bench.report import headline

@@ -1,6 +1,6 @@
 """Thread counts of a run: the bound (Numba's pool), the check, and the limits in force.
 
-A leaf module: the command line (:mod:`ksvd_bench._cliargs`) and the studies
+A leaf module: the command line (:mod:`ksvd_bench.cliargs`) and the studies
 (:mod:`ksvd_bench.race`) both use it, and it imports neither, so the command-line layer never
 reaches back into a study for a helper. Importing it loads no BLAS (numpy is imported where
 it is used), so the command line can call :func:`quiet_blas_spin` first.

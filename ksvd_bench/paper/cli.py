@@ -590,7 +590,7 @@ def add_parser(subparsers):
 
 
 def main(argv=None):
-    """Run ``reproduce`` standalone: ``python -m ksvd_bench.paper._reproduce_cli``."""
+    """Run ``reproduce`` standalone: ``python -m ksvd_bench.paper.cli``."""
     parser = argparse.ArgumentParser(prog="ksvd-bench")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
