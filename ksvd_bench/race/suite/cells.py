@@ -112,6 +112,34 @@ def prepare_problem(collection, quick, problem, *, cache_dir):
     return time.perf_counter() - t0
 
 
+def problem_info(problem, result):
+    """A problem's entry of the suite's collection record (``result``: its ``run_compare``)."""
+    ref = result.meta["reference"][problem.name]
+    return {
+        "name": problem.name,
+        "shape": list(problem.shape),
+        "kernel": problem.kernel,
+        "gamma": problem.gamma,
+        "lazy": problem.is_lazy,
+        "source": problem.source,
+        "points": problem.points is not None,
+        "structured": problem.supports_structured,
+        "kernel_seconds": problem.kernel_seconds,
+        "reference": {
+            k: ref.get(k)
+            for k in (
+                "method",
+                "seconds_not_charged",
+                "cached",
+                "n_triplets",
+                "note",
+                "estimated_error",
+            )
+            if k in ref
+        },
+    }
+
+
 def race_cell(
     collection, quick, problem, method, *, cache_dir, threads=1, command_line=None, after=None
 ):
@@ -147,7 +175,6 @@ def race_cell(
 
     from ksvd_bench.race.compare import run_compare
     from ksvd_bench.race.suite.collection import get_collection
-    from ksvd_bench.race.suite.run import problem_info
 
     t0 = time.perf_counter()
     coll = get_collection(collection)

@@ -190,34 +190,6 @@ def _load():
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
-def problem_info(problem, result):
-    """A problem's entry of the suite's collection record (``result``: its ``run_compare``)."""
-    ref = result.meta["reference"][problem.name]
-    return {
-        "name": problem.name,
-        "shape": list(problem.shape),
-        "kernel": problem.kernel,
-        "gamma": problem.gamma,
-        "lazy": problem.is_lazy,
-        "source": problem.source,
-        "points": problem.points is not None,
-        "structured": problem.supports_structured,
-        "kernel_seconds": problem.kernel_seconds,
-        "reference": {
-            k: ref.get(k)
-            for k in (
-                "method",
-                "seconds_not_charged",
-                "cached",
-                "n_triplets",
-                "note",
-                "estimated_error",
-            )
-            if k in ref
-        },
-    }
-
-
 def _race_cells(todo, coll, quick, out, threads, command_line, client):
     """Race the cells ``todo`` (in this process, or on ``client``'s cluster) and write each to
     ``out`` as it finishes; yield each as its file reads back."""
