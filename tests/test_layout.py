@@ -215,8 +215,45 @@ def test_the_checks_can_fail(tmp_path):
     )
     graph = imports(modules)
     assert cycles(import_graph(modules, graph)) == [["pkg.a", "pkg.b"]]
+    (tmp_path / "pkg" / "e.py").write_text("def flags(p):\n    p.add_argument('--x')\n")
+    assert argument_parsing(_toy(tmp_path, {})) == {"pkg.e": [2]}
     assert [line.split(" imports ")[1] for line in private_crossings(modules, graph)] == [
         "pkg._leaf",
         "pkg.a._hidden",
         "pkg._leaf.X",
     ]
+
+
+#: the modules that parse arguments: the entry point, its shared argument types, the
+#: sub-commands' ``cli`` modules and the race's shared flags; ``roofline`` still holds its own
+#: sub-command beside the measure
+COMMAND_LINE = {"ksvd_bench.cli", "ksvd_bench.cliargs", "ksvd_bench.race.commands"}
+COMMAND_LINE_TOO = {"ksvd_bench.roofline"}
+
+
+PARSER_CALLS = {"add_argument", "add_argument_group", "add_parser", "add_subparsers", "parse_args"}
+
+
+def argument_parsing(modules):
+    """``{module: [line]}`` of every ``argparse`` import and parser call (``add_argument``,
+    ``add_parser``...) outside the command-line modules."""
+    out = {}
+    for name, path in modules.items():
+        if name in COMMAND_LINE | COMMAND_LINE_TOO or name.endswith(".cli"):
+            continue
+        lines = []
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+                lines.append(node.lineno)
+            elif isinstance(node, ast.ImportFrom) and node.module == "argparse":
+                lines.append(node.lineno)
+            elif isinstance(node, ast.Attribute) and node.attr in PARSER_CALLS:
+                lines.append(node.lineno)
+        if lines:
+            out[name] = sorted(set(lines))
+    return out
+
+
+def test_only_the_command_line_parses_arguments():
+    # the studies compute; argument parsing is in the command-line modules
+    assert argument_parsing(source_modules()) == {}

@@ -30,7 +30,12 @@ from ksvd_bench.race.paper_runtime import (
     MEASURES,
     PAPER_WEIGHTS,
 )
-from ksvd_bench.race.problems import DATASET_SHAPES, GRAPH_DATASETS
+from ksvd_bench.race.problems import (
+    DATASET_SHAPES,
+    DEFAULT_MEMORY_LIMIT,
+    GRAPH_DATASETS,
+    user_problems,
+)
 
 __all__ = [
     "add_spectrum",
@@ -42,6 +47,8 @@ __all__ = [
     "fail",
     "check_rank",
     "METHODS",
+    "add_problem_arguments",
+    "problems_from_args",
 ]
 
 #: the solvers, as ``solvers`` lists them (``compare`` adds its raced variants)
@@ -448,3 +455,108 @@ def run_sampling_command(args):
     result["params"]["command"] = getattr(args, "command_line", None)
     result["params"]["threads"] = args.threads
     return print_result(format_sampling(result), write_sampling(result, args.out))
+
+
+def add_problem_arguments(parser):
+    """Add a user's own problems to a parser: ``--data``, ``--points``, ``--matrix`` (each
+    repeatable, mixable with ``--dataset``) and ``--memory-limit``.
+
+    The kernel, gamma (``--gamma``, ``--bandwidth-factor``), compat and centring come from the
+    parser's usual flags when it has them (``--kernel``, ``--center``). Read the problems back
+    with :func:`problems_from_args`.
+    """
+    g = parser.add_argument_group(
+        "your own problems (each repeatable, mixable with --dataset; named by the file's stem)"
+    )
+    g.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a data matrix A (.npy, .npz with one array or a scipy sparse matrix, "
+        ".mtx, .csv): the kernel is built from it as for the graphs (--kernel, "
+        "--gamma, --compat, --center)",
+    )
+    g.add_argument(
+        "--points",
+        action="append",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="X.npy [Z.npy]: two point sets (one point per row), or one used "
+        "twice; G = k(X, Z), uncentred (a block of a PSD kernel, which "
+        "rpcholesky needs), dense or lazy (see --memory-limit); every method "
+        "runs, rpcholesky included",
+    )
+    g.add_argument(
+        "--matrix",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a precomputed kernel matrix G, dense or sparse, raced as given",
+    )
+    g.add_argument(
+        "--gamma",
+        type=positive_float,
+        default=None,
+        help="bandwidth of the user problems (default: the paper's rule, "
+        "factor --bandwidth-factor)",
+    )
+    g.add_argument(
+        "--bandwidth-factor",
+        type=positive_float,
+        default=1.0,
+        help="factor of the paper's bandwidth rule for the user problems (default: %(default)s)",
+    )
+    g.add_argument(
+        "--compat",
+        default=None,
+        help="compatibility map of a non-square --data matrix (default: pca)",
+    )
+    g.add_argument(
+        "--memory-limit",
+        type=positive_float,
+        default=DEFAULT_MEMORY_LIMIT / 2**30,
+        metavar="GIB",
+        help="GiB a dense G of a --points problem may take; above it the problem "
+        "is raced lazily (G never formed) against a block Krylov reference "
+        "to 1e-10, and its rows say so (default: %(default)s)",
+    )
+    return g
+
+
+def _arg(args, name, default):
+    value = getattr(args, name, default)
+    return default if value is None else value
+
+
+def problems_from_args(args):
+    """The :class:`~ksvd_bench.race.problems.Problem` objects of ``--data``, ``--points`` and
+    ``--matrix`` (:func:`~ksvd_bench.race.problems.user_problems` of the parsed flags).
+
+    Every file is read and checked first (a bad one raises
+    :class:`~ksvd_bench.datasets.DatasetError` naming the file and the problem before any
+    kernel is built); then the problems are built in the order data, points, matrix. Two
+    problems with the same name (file stem) are refused.
+
+    Returns
+    -------
+    list of Problem
+        Empty when no file flag was given.
+    """
+    files = (
+        [("data", [p]) for p in getattr(args, "data", None) or []]
+        + [("points", list(p)) for p in getattr(args, "points", None) or []]
+        + [("matrix", [p]) for p in getattr(args, "matrix", None) or []]
+    )
+    return user_problems(
+        files,
+        taken=list(getattr(args, "dataset", None) or []),
+        kernel=_arg(args, "kernel", DEFAULT_KERNEL),
+        gamma=getattr(args, "gamma", None),
+        bandwidth_factor=_arg(args, "bandwidth_factor", 1.0),
+        compat=getattr(args, "compat", None),
+        center=bool(_arg(args, "center", True)),
+        memory_limit=float(_arg(args, "memory_limit", DEFAULT_MEMORY_LIMIT / 2**30)) * 2**30,
+        random_state=int(_arg(args, "seed", 0)),
+    )

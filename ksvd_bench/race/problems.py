@@ -31,8 +31,8 @@ A user's own problems (``compare --data/--points/--matrix``, issue 19):
 * :func:`problem_from_file`: any of them from files (``.npy``, ``.npz``, ``.mtx``, ``.csv``,
   read and checked by :func:`ksvd_bench.datasets.read_user_matrix`), named by the
   file's stem;
-* :func:`add_problem_arguments` / :func:`problems_from_args`: the flags and their problems,
-  every file read and checked before any kernel is built.
+* :func:`user_problems`: the problems of a user's files, every file read and checked before
+  any kernel is built (the flags that name them are in :mod:`ksvd_bench.race.commands`).
 """
 
 from __future__ import annotations
@@ -68,8 +68,7 @@ __all__ = [
     "points_gamma",
     "krylov_reference",
     "dataset_shape",
-    "add_problem_arguments",
-    "problems_from_args",
+    "user_problems",
 ]
 
 GRAPH_DATASETS = ("cora", "citeseer", "pubmed")
@@ -971,124 +970,71 @@ def krylov_reference(
     return solvers.SVDResult(U, ref.s, V, info)
 
 
-def add_problem_arguments(parser):
-    """Add a user's own problems to a parser: ``--data``, ``--points``, ``--matrix`` (each
-    repeatable, mixable with ``--dataset``) and ``--memory-limit``.
-
-    The kernel, gamma (``--gamma``, ``--bandwidth-factor``), compat and centring come from the
-    parser's usual flags when it has them (``--kernel``, ``--center``). Read the problems back
-    with :func:`problems_from_args`.
-    """
-    from ksvd_bench.cliargs import positive_float
-
-    g = parser.add_argument_group(
-        "your own problems (each repeatable, mixable with --dataset; named by the file's stem)"
-    )
-    g.add_argument(
-        "--data",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a data matrix A (.npy, .npz with one array or a scipy sparse matrix, "
-        ".mtx, .csv): the kernel is built from it as for the graphs (--kernel, "
-        "--gamma, --compat, --center)",
-    )
-    g.add_argument(
-        "--points",
-        action="append",
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="X.npy [Z.npy]: two point sets (one point per row), or one used "
-        "twice; G = k(X, Z), uncentred (a block of a PSD kernel, which "
-        "rpcholesky needs), dense or lazy (see --memory-limit); every method "
-        "runs, rpcholesky included",
-    )
-    g.add_argument(
-        "--matrix",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a precomputed kernel matrix G, dense or sparse, raced as given",
-    )
-    g.add_argument(
-        "--gamma",
-        type=positive_float,
-        default=None,
-        help="bandwidth of the user problems (default: the paper's rule, "
-        "factor --bandwidth-factor)",
-    )
-    g.add_argument(
-        "--bandwidth-factor",
-        type=positive_float,
-        default=1.0,
-        help="factor of the paper's bandwidth rule for the user problems (default: %(default)s)",
-    )
-    g.add_argument(
-        "--compat",
-        default=None,
-        help="compatibility map of a non-square --data matrix (default: pca)",
-    )
-    g.add_argument(
-        "--memory-limit",
-        type=positive_float,
-        default=DEFAULT_MEMORY_LIMIT / 2**30,
-        metavar="GIB",
-        help="GiB a dense G of a --points problem may take; above it the problem "
-        "is raced lazily (G never formed) against a block Krylov reference "
-        "to 1e-10, and its rows say so (default: %(default)s)",
-    )
-    return g
-
-
-def _arg(args, name, default):
-    value = getattr(args, name, default)
-    return default if value is None else value
-
-
-def problems_from_args(args):
-    """The :class:`Problem` objects of ``--data``, ``--points`` and ``--matrix``.
+def user_problems(
+    files,
+    *,
+    taken=(),
+    kernel=DEFAULT_KERNEL,
+    gamma=None,
+    bandwidth_factor=1.0,
+    compat=None,
+    center=True,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+    random_state=0,
+):
+    """The :class:`Problem` objects of a user's files (``compare --data/--points/--matrix``).
 
     Every file is read and checked first (a bad one raises
     :class:`~ksvd_bench.datasets.DatasetError` naming the file and the problem before any
-    kernel is built); then the problems are built in the order data, points, matrix. Two
-    problems with the same name (file stem) are refused.
+    kernel is built); then the problems are built in the order given. Two problems with the
+    same name (file stem), or a name in ``taken``, are refused.
+
+    Parameters
+    ----------
+    files : sequence of (str, list of path)
+        ``(kind, paths)`` pairs, ``kind`` one of :data:`FILE_KINDS` (as
+        :func:`read_problem_files` takes them).
+    taken : sequence of str, default=()
+        Names already used (the bundled datasets raced beside).
+    kernel, gamma, bandwidth_factor, compat, center
+        The kernel of the ``"data"`` and ``"points"`` problems (see
+        :func:`problem_from_data`; ``"points"`` problems are never centred; a non-square
+        data matrix gets :data:`DEFAULT_FEATURE_COMPAT` when ``compat`` is None).
+    memory_limit : float, default=DEFAULT_MEMORY_LIMIT
+        Bytes a dense G of a ``"points"`` or ``"matrix"`` problem may take (see
+        :func:`problem_from_points`).
+    random_state : int, default=0
+        Seed of the problems.
 
     Returns
     -------
     list of Problem
-        Empty when no file flag was given.
+        Empty when ``files`` is.
     """
     from ksvd_bench.datasets import DatasetError
 
-    wanted = (
-        [("data", [p]) for p in getattr(args, "data", None) or []]
-        + [("points", list(p)) for p in getattr(args, "points", None) or []]
-        + [("matrix", [p]) for p in getattr(args, "matrix", None) or []]
-    )
-    read = [(kind, paths, *read_problem_files(kind, paths)) for kind, paths in wanted]
-    names = [name for _, _, name, _ in read] + list(getattr(args, "dataset", None) or [])
+    read = [(kind, paths, *read_problem_files(kind, paths)) for kind, paths in files]
+    names = [name for _, _, name, _ in read] + list(taken)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise DatasetError(
             f"two problems are named {dup[0]!r} (problems are named by their "
             f"file's stem, and must differ from the --dataset names)"
         )
-    limit = float(_arg(args, "memory_limit", DEFAULT_MEMORY_LIMIT / 2**30)) * 2**30
-    kernel = _arg(args, "kernel", DEFAULT_KERNEL)
-    seed = int(_arg(args, "seed", 0))
     problems = []
     for kind, paths, name, arrays in read:
         source = " ".join(str(p) for p in paths)
         common = {
             "name": name,
             "kernel": kernel,
-            "gamma": getattr(args, "gamma", None),
-            "bandwidth_factor": _arg(args, "bandwidth_factor", 1.0),
-            "random_state": seed,
+            "gamma": gamma,
+            "bandwidth_factor": bandwidth_factor,
+            "random_state": random_state,
         }
         try:
-            problems.append(_user_problem(args, kind, arrays, source, limit, seed, common))
+            problems.append(
+                _user_problem(kind, arrays, source, memory_limit, compat, center, common)
+            )
         except DatasetError:
             raise
         except ValueError as exc:  # the data cannot give this kernel (gamma, magnitudes)
@@ -1097,18 +1043,17 @@ def problems_from_args(args):
     return problems
 
 
-def _user_problem(args, kind, arrays, source, limit, seed, common):
-    """One problem of :func:`problems_from_args` from its checked arrays."""
+def _user_problem(kind, arrays, source, limit, compat, center, common):
+    """One problem of :func:`user_problems` from its checked arrays."""
     if kind == "points":
         return problem_from_points(
             *arrays, center=False, memory_limit=limit, source=source, **common
         )
     if kind == "matrix":
-        return _given_matrix(arrays[0], common["name"], source, limit, seed)
+        return _given_matrix(arrays[0], common["name"], source, limit, common["random_state"])
     A = arrays[0]
-    compat = getattr(args, "compat", None)
     if A.shape[0] != A.shape[1] and compat is None:
         compat = DEFAULT_FEATURE_COMPAT
-    problem = problem_from_data(A, compat=compat, center=bool(_arg(args, "center", True)), **common)
+    problem = problem_from_data(A, compat=compat, center=bool(center), **common)
     problem.source = source
     return problem

@@ -22,9 +22,11 @@ from ksvd_bench.cliargs import (
 from ksvd_bench.race.commands import (
     METHODS,
     add_kernel_arguments,
+    add_problem_arguments,
     add_weights_alias,
     check_rank,
     fail,
+    problems_from_args,
 )
 from ksvd_bench.race.common import VARIANTS
 from ksvd_bench.race.compare.settings import (
@@ -45,9 +47,7 @@ from ksvd_bench.race.problems import (
     DATASETS,
     DEFAULT_SHAPES,
     SHAPED_DATASETS,
-    add_problem_arguments,
     dataset_shape,
-    problems_from_args,
 )
 from ksvd_bench.report import TEXT_WIDTH
 
