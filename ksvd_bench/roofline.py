@@ -24,8 +24,21 @@ from __future__ import annotations
 import gc
 import os
 import time
+from pathlib import Path
 
 import numpy as np
+
+from ksvd_bench.cliargs import (
+    check_out,
+    int_list,
+    nonnegative_float,
+    out_dir,
+    positive_int,
+    print_result,
+)
+from ksvd_bench.kernels import KernelSource
+from ksvd_bench.report import machine_info, write_json
+from ksvd_bench.threads import check_threads, max_threads, solver_threads
 
 __all__ = [
     "PASSES",
@@ -182,9 +195,6 @@ def time_against_blas(fns, repeats, settle=SETTLE_S):
 
 def _one_setting(n, m, d, k, dtype, threads, kernel, repeats, seed, settle):
     """Rows of :func:`roofline` for one dtype and thread count."""
-    from ksvd_bench.kernels import KernelSource
-    from ksvd_bench.threads import solver_threads
-
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
     Z = rng.standard_normal((m, d))
@@ -269,9 +279,6 @@ def roofline(
         :func:`ksvd_bench.report.machine_info` plus the 1-minute load average before and
         after the run.
     """
-    from ksvd_bench.report import machine_info
-    from ksvd_bench.threads import check_threads, max_threads
-
     m = n if m is None else m
     for name, v in (("n", n), ("m", m), ("d", d), ("k", k), ("repeats", repeats)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -342,8 +349,6 @@ def format_roofline(result):
 # ----------------------------------------------------------------------- command line
 def add_parser(subparsers):
     """Add ``roofline`` to an argparse ``subparsers``; it sets ``func`` and ``check``."""
-    from ksvd_bench.cliargs import int_list, nonnegative_float, out_dir, positive_int
-
     p = subparsers.add_parser(
         "roofline",
         help="the fused passes timed against this machine's BLAS",
@@ -407,9 +412,6 @@ def add_parser(subparsers):
 
 def check(args, parser):
     """Cross-flag checks, before any work."""
-    from ksvd_bench.cliargs import check_out
-    from ksvd_bench.threads import max_threads
-
     bad = [t for t in args.dtypes if t not in ("float32", "float64")]
     if bad or not args.dtypes:
         parser.error(f"argument --dtypes: expected float32 and/or float64, got {bad}")
@@ -420,10 +422,6 @@ def check(args, parser):
 
 def run(args):
     """Measure, print the table and write ``roofline.json``."""
-    from pathlib import Path
-
-    from ksvd_bench.cliargs import print_result
-    from ksvd_bench.report import write_json
 
     result = roofline(
         args.n,

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from sklearn.utils.extmath import svd_flip
 
 import solvers
 from ksvd_bench.metrics import residuals
@@ -237,6 +236,7 @@ def _is_structured(G):
     if hasattr(G, "svd") and hasattr(G, "low_rank_factors"):
         return True
     try:
+        # structured is optional at import time (ksvd_bench.kernels loads it lazily too)
         from ksvd_bench.kernels.structured import StructuredKernelSource
     except ImportError:
         return False
@@ -320,6 +320,10 @@ def _compute_reference(G, src, shape, rank, max_dense_entries, cluster_rtol):
             lambda k: _arpack_triplets(G, k), rank, max(rank, min(shape) - 1), cluster_rtol
         )
         method = "arpack"
+    # scikit-learn here, not at the top: the command line loads the driver, and --help must
+    # not pay for scikit-learn
+    from sklearn.utils.extmath import svd_flip
+
     # the solvers' sign convention: the largest-magnitude entry of each U[:, i] positive
     # (svd_flip flips the rows of V^T in place: a transposed view of V)
     svd_flip(U, V.T, u_based_decision=True)

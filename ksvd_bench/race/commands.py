@@ -36,6 +36,24 @@ from ksvd_bench.race.problems import (
     GRAPH_DATASETS,
     user_problems,
 )
+from ksvd_bench.race.residual_study import (
+    NYSTROM_MAX_SAMPLES,
+    run_residual_study,
+    summarize_error_estimates,
+    summarize_residual_study,
+)
+from ksvd_bench.race.sampling import (
+    BASELINES,
+    FAMILIES,
+    PLAIN_RPCHOLESKY,
+    SAMPLINGS,
+    format_sampling,
+    sampling_study,
+    write_sampling,
+)
+from ksvd_bench.race.spectrum import DEFAULT_FACTORS, format_spectrum, run_spectrum
+from ksvd_bench.report import format_table, machine_info, write_csv, write_json
+from ksvd_bench.threads import solver_threads
 
 __all__ = [
     "add_spectrum",
@@ -179,8 +197,6 @@ def check_spectrum(args, parser):
 
 def run_spectrum_command(args):
     """Run ``spectrum`` with parsed arguments; print the tables and the files written."""
-    from ksvd_bench.race.spectrum import DEFAULT_FACTORS, format_spectrum, run_spectrum
-
     result = run_spectrum(
         args.dataset,
         factors=args.factors or DEFAULT_FACTORS,
@@ -206,8 +222,6 @@ def run_spectrum_command(args):
 
 def add_residual_study(sub):
     """Add ``residual-study``: the residual estimate of eta against the true eta."""
-    from ksvd_bench.race.residual_study import NYSTROM_MAX_SAMPLES
-
     r = sub.add_parser(
         "residual-study",
         help="the residual estimate of eta against the true eta",
@@ -278,14 +292,6 @@ def check_residual_study(args, parser):
 
 def run_residual_study_command(args):
     """Run ``residual-study``; print the summary and write JSON/CSV under ``--out``."""
-    from ksvd_bench.race.residual_study import (
-        run_residual_study,
-        summarize_error_estimates,
-        summarize_residual_study,
-    )
-    from ksvd_bench.report import format_table, machine_info, write_csv, write_json
-    from ksvd_bench.threads import solver_threads
-
     with solver_threads(args.threads):
         machine = machine_info()  # inside the limits: records the counts the solvers used
         rows = run_residual_study(
@@ -359,8 +365,6 @@ def _names(allowed, what):
 
 def add_sampling(subparsers):
     """Add ``sampling``: asym Nystrom samplers raced by entries read and by passes (issue 15)."""
-    from ksvd_bench.race.sampling import BASELINES, FAMILIES, PLAIN_RPCHOLESKY, SAMPLINGS
-
     samplings = SAMPLINGS + (PLAIN_RPCHOLESKY,)
 
     p = subparsers.add_parser(
@@ -433,9 +437,6 @@ def check_sampling(args, parser):
 
 def run_sampling_command(args):
     """Run ``sampling``; print its summary and the files written."""
-    from ksvd_bench.race.sampling import format_sampling, sampling_study, write_sampling
-    from ksvd_bench.threads import solver_threads
-
     n, rank, extra = args.n, args.rank, {}
     if args.quick:
         n, rank, extra = 1200, 10, {"ladder": (1, 2, 4, 8, 16)}

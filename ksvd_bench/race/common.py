@@ -22,11 +22,14 @@ studies make themselves, and ``warning_fields`` (the driver's, from
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import statistics
 
 import numpy as np
 
+import solvers
+from ksvd_bench.driver import EFFORT_OPTION
 from ksvd_bench.metrics.common import unit_of
 from ksvd_bench.race.paper_runtime import (
     LOWRANK,
@@ -36,6 +39,7 @@ from ksvd_bench.race.paper_runtime import (
 )
 from ksvd_bench.race.problems import Problem
 from ksvd_bench.scoring import STATUSES, recording_warnings, reemit, warning_fields
+from solvers import svd
 
 __all__ = [
     "STRUCTURED_NAME",
@@ -306,9 +310,6 @@ def entry_options(name):
     """What a raced entry runs, as recorded in the meta and named under the tables:
     ``{"solver": ..., **options}`` with asym Nystrom's ``core`` and ``check_passes`` spelled
     out (the solver's defaults where the entry does not set them)."""
-    import inspect
-
-    import solvers
 
     solver, options = solver_of(name)
     out = {"solver": solver, **options}
@@ -334,8 +335,6 @@ def not_applicable(name, problem):
 
 def effort_option(name):
     """The solver option that a raced entry's effort sets (None for tsvd)."""
-    from ksvd_bench.driver import EFFORT_OPTION
-
     return EFFORT_OPTION.get(solver_of(name)[0])
 
 
@@ -382,8 +381,6 @@ def warm_up(problem, rank, methods):
     (``sampling="rpcholesky"``) warm up on a lazy source of the first points, and are skipped
     where they do not apply.
     """
-    from solvers import svd
-
     if not isinstance(problem, Problem):  # a bare matrix (e.g. ``spectrum``'s G)
         problem = Problem(name="matrix", G=problem, kernel_seconds=None)
     G = problem.G

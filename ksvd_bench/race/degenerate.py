@@ -25,6 +25,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ksvd_bench.datasets import DatasetError
 from solvers import frobenius_of
 
 __all__ = ["rounding_floor", "kernel_as_raced", "check_given_matrix"]
@@ -118,8 +119,6 @@ def _translated_norms(A, rebuild):
 
 
 def _refuse(name, shape, norm_g, norm_k, centred, gamma, compat, translated):
-    from ksvd_bench.datasets import DatasetError
-
     n, m = shape
     if not centred:
         why = "every kernel value underflows to 0"
@@ -164,8 +163,6 @@ def _refuse(name, shape, norm_g, norm_k, centred, gamma, compat, translated):
 
 def check_given_matrix(G, name):
     """Refuse a given kernel matrix G that is exactly zero (its own scale: nothing else)."""
-    from ksvd_bench.datasets import DatasetError
-
     data = G.data if sp.issparse(G) else G
     if frobenius_of(data) == 0.0:
         raise DatasetError(

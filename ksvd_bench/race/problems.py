@@ -46,9 +46,27 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+import solvers
+from ksvd_bench.datasets import (
+    DatasetError,
+    load_features,
+    load_graph,
+    make_kernel_problem,
+    make_rare_clusters,
+    read_user_matrix,
+)
+from ksvd_bench.driver import definition_key
+from ksvd_bench.kernels import (
+    KernelSource,
+    StructuredKernelSource,
+    kernel_matrix,
+    ksvd_kernel,
+    paper_gamma,
+)
+from ksvd_bench.metrics import frobenius_norm
 from ksvd_bench.race.degenerate import check_given_matrix, kernel_as_raced
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
-from solvers import frobenius_of
+from solvers import as_source, frobenius_of
 
 __all__ = [
     "DATASETS",
@@ -177,8 +195,6 @@ class Problem:
     def norm_fro(self):
         """``||G||_F`` (one pass over a lazy G, unless its source knows it)."""
         if self.is_lazy:
-            from ksvd_bench.metrics import frobenius_norm
-
             return frobenius_norm(self.G)
         return frobenius_of(self.G)  # no overflow of the squares of a G near 1e300
 
@@ -249,8 +265,6 @@ class Problem:
             (uncentred; it has ``joint_psd()``); for ``synthetic`` (no data) the dense matrix
             wrapped by ``solvers.as_source``.
         """
-        from ksvd_bench.kernels import KernelSource
-
         if self.points is not None:
             X, Z = self.points
             return KernelSource.from_points(
@@ -259,8 +273,6 @@ class Problem:
         if self.is_lazy:
             return self.G
         if self.A is None:
-            from solvers import as_source
-
             return as_source(self.G)
 
         p = self.params
@@ -278,7 +290,6 @@ class Problem:
         """A fresh exact :class:`~ksvd_bench.kernels.StructuredKernelSource`, or None."""
         if not self.supports_structured:
             return None
-        from ksvd_bench.kernels import StructuredKernelSource
 
         return StructuredKernelSource(
             self.A, self.kernel, gamma=self.gamma, center=self.params["center"]
@@ -293,8 +304,6 @@ def problem_data(name):
     name : str
         One of ``cora``, ``citeseer``, ``pubmed``, ``cora-features``, ``citeseer-features``.
     """
-    from ksvd_bench.datasets import load_features, load_graph
-
     # content_only: the paper's node counts (Citeseer 3312, not the 3327 ids of the cites file).
     if name in GRAPH_DATASETS:
         return load_graph(name, content_only=True).adjacency
@@ -317,8 +326,6 @@ def _warm_up(A, kernel, gamma, compat, center, seed):
     builders' serial/parallel switch, so neither compile (nor its load from Numba's disk
     cache) is charged to the timed build.
     """
-    from ksvd_bench.kernels import ksvd_kernel
-
     for rows in WARM_UP_ROWS:
         k = min(rows, A.shape[0], A.shape[1])
         small = A[:k, :k] if A.shape[0] == A.shape[1] else A[:k]
@@ -379,8 +386,6 @@ def build_problem(
         raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
     seed = int(random_state)
     if name == "synthetic":
-        from ksvd_bench.datasets import make_kernel_problem
-
         n, m = DEFAULT_SYNTHETIC_SHAPE if shape is None else shape
         opts = dict(synthetic_options or {})
         G = np.ascontiguousarray(
@@ -446,8 +451,6 @@ def problem_from_data(
     -------
     Problem
     """
-    from ksvd_bench.kernels import ksvd_kernel, paper_gamma
-
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
         raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
     seed = int(random_state)
@@ -509,9 +512,6 @@ def _rare_clusters_problem(name, shape, seed):
     The kernel is SNE with the family's gamma, uncentred (the family's G is a block of a PSD
     kernel on ``X u Z`` up to the row normalisers, which is what ``rpcholesky`` uses).
     """
-    from ksvd_bench.datasets import make_rare_clusters
-    from ksvd_bench.kernels import kernel_matrix
-
     n, m = dataset_shape(name, shape)
     P = make_rare_clusters(n, m, random_state=seed)
     gamma = float(P.gamma)
@@ -568,8 +568,6 @@ def points_gamma(X, Z, bandwidth_factor=1.0):
     The rule :func:`ksvd_bench.kernels.paper_gamma` applies to a data matrix, applied to the
     stacked points (``d`` features, the variance over all entries).
     """
-    from ksvd_bench.kernels import paper_gamma
-
     if sp.issparse(X) or sp.issparse(Z):
         return paper_gamma(sp.vstack([sp.csr_matrix(X), sp.csr_matrix(Z)]), bandwidth_factor)
     return paper_gamma(np.vstack([X, Z]), bandwidth_factor)
@@ -656,8 +654,6 @@ def problem_from_points(
         Points not 2-d, empty, complex, non-finite, or X and Z of different dimensions; a
         non-positive memory limit. The message names the problem.
     """
-    from ksvd_bench.kernels import KernelSource, kernel_matrix
-
     seed = _check_seed(random_state)
     limit = _check_memory_limit(memory_limit)
     X, Z = _check_points(X, X if Z is None else Z, name)
@@ -703,8 +699,6 @@ def problem_from_points(
 
 
 def _read(path, kind, name):
-    from ksvd_bench.datasets import read_user_matrix
-
     what = {
         "data": "the data matrix A",
         "matrix": "the kernel matrix G",
@@ -738,8 +732,6 @@ def read_problem_files(kind, paths, *, name=None):
         A file that is missing, unreadable, empty, not 2-d, complex, NaN, or points of
         different dimensions; naming the file and the problem.
     """
-    from ksvd_bench.datasets import DatasetError
-
     if kind not in FILE_KINDS:
         raise ValueError(f"kind must be one of {FILE_KINDS}, got {kind!r}")
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -844,8 +836,6 @@ def problem_from_file(
 
 
 def _given_matrix(G, name, source, limit, random_state):
-    from ksvd_bench.datasets import DatasetError
-
     if sp.issparse(G):
         if 8.0 * G.shape[0] * G.shape[1] > limit:
             raise DatasetError(
@@ -921,9 +911,6 @@ def krylov_reference(
         ``info``: ``method="block_krylov"``, ``n_iter``, ``estimated_error``, ``residual``,
         ``tol``, ``reached`` (estimate <= tol), ``cached``.
     """
-    import solvers
-    from ksvd_bench.driver import definition_key
-
     path = None
     if cache_dir is not None and key is not None:
         path = Path(cache_dir) / f"krylov-{definition_key(key)}-r{rank}.npz"
@@ -1011,8 +998,6 @@ def user_problems(
     list of Problem
         Empty when ``files`` is.
     """
-    from ksvd_bench.datasets import DatasetError
-
     read = [(kind, paths, *read_problem_files(kind, paths)) for kind, paths in files]
     names = [name for _, _, name, _ in read] + list(taken)
     dup = sorted({n for n in names if names.count(n) > 1})
