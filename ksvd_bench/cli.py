@@ -37,7 +37,7 @@ __all__ = ["build_parser", "main"]
 
 def _subcommands():
     """The ``add_parser``-style functions of every sub-command, in ``--help`` order."""
-    from ksvd_bench import roofline
+    from ksvd_bench import roofline_cli
     from ksvd_bench.paper import cli as reproduce_cli
     from ksvd_bench.race import commands
     from ksvd_bench.race.compare import cli as compare_cli
@@ -52,7 +52,7 @@ def _subcommands():
         commands.add_sampling,
         reproduce_cli.add_parser,
         suite_cli.add_parser,
-        roofline.add_parser,
+        roofline_cli.add_parser,
     )
 
 

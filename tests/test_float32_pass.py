@@ -165,10 +165,10 @@ def test_blas_work_does_the_passes_products(name, dtype, monkeypatch):
 
 
 def test_roofline_command_prints_rates_and_ratios(tmp_path, capsys):
-    from ksvd_bench import roofline
+    from ksvd_bench import roofline, roofline_cli
 
     parser = argparse.ArgumentParser()
-    roofline.add_parser(parser.add_subparsers())
+    roofline_cli.add_parser(parser.add_subparsers())
     args = parser.parse_args(
         [
             "roofline",
