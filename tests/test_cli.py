@@ -145,6 +145,21 @@ def test_bad_arguments_exit_with_a_message_naming_the_flag(
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}" in err and message in err, err
+    # issue 33: the error leads, and a pointer to --help replaces argparse's usage block
+    lines = err.splitlines()
+    assert lines[0].startswith("ksvd-bench") and ": error: " in lines[0], err
+    assert f"argument {flag}" in lines[0] and len(lines) == 2, err
+    assert lines[1].endswith("--help' for the options)"), err
+
+
+def test_unrecognized_arguments_are_named_by_the_sub_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["scale", "--bogus"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "ksvd-bench scale: error: unrecognized arguments: --bogus",
+        "(run 'ksvd-bench scale --help' for the options)",
+    ]
 
 
 def test_bad_out_is_reported_before_any_work(tmp_path, capsys, monkeypatch):
