@@ -308,6 +308,37 @@ def test_bad_file_stops_everything_before_any_kernel_is_built(tmp_path, monkeypa
     assert built == []
 
 
+@pytest.mark.parametrize(
+    ("kind", "files", "shape"),
+    [
+        ("--data", [(30, 8)], "30x8"),
+        ("--points", [(12, 3), (40, 3)], "12x40"),
+        ("--matrix", [(25, 20)], "25x20"),
+    ],
+)
+def test_a_rank_larger_than_the_matrix_is_refused_before_the_kernel_is_built(
+    tmp_path, monkeypatch, capsys, kind, files, shape
+):
+    """Issue 33: ``compare --rank`` above min(N, M) of a user's G took 12 s to refuse."""
+    from ksvd_bench.cli import main
+
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("a kernel was built before --rank was checked")
+
+    for builder in ("problem_from_data", "problem_from_points", "_given_matrix"):
+        monkeypatch.setattr(problems_module, builder, no_kernel)
+    paths = []
+    for i, size in enumerate(files):
+        paths.append(str(tmp_path / f"p{i}.npy"))
+        np.save(paths[-1], _data(i, size))
+    with pytest.raises(SystemExit) as info:
+        main(["compare", kind, *paths, "--rank", "21", "--out", str(tmp_path / "out")])
+    assert info.value.code == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    n = min(int(v) for v in shape.split("x"))
+    assert f"--rank must be at most min(N, M) = {n} of its kernel matrix ({shape})" in first
+
+
 def test_two_problems_with_one_name_are_refused(tmp_path):
     (tmp_path / "d").mkdir()
     np.save(tmp_path / "a.npy", _data(0))
