@@ -16,6 +16,7 @@ import math
 
 __all__ = [
     "Parser",
+    "given_dests",
     "positive_int",
     "nonnegative_int",
     "positive_float",
@@ -50,6 +51,34 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n(run '{self.prog} --help' for the options)\n")
+
+
+def given_dests(parser, argv):
+    """The ``dest`` of every option of ``parser`` that ``argv`` names.
+
+    A default and a value typed by the user read the same after parsing; this tells them
+    apart (so that a flag with no effect on the run can be recorded as ignored). Covers
+    ``--flag value``, ``--flag=value`` and argparse's unambiguous abbreviations.
+
+    Examples
+    --------
+    >>> parser = Parser(prog="demo")
+    >>> _ = parser.add_argument("--kernel", default="sne")
+    >>> sorted(given_dests(parser, ["--kern", "rbf"])), sorted(given_dests(parser, []))
+    (['kernel'], [])
+    """
+    options = {o: a.dest for a in parser._actions for o in a.option_strings}
+    given = set()
+    for token in argv:
+        name = token.split("=", 1)[0]
+        if not name.startswith("--") or name == "--":
+            continue
+        hits = {d for o, d in options.items() if o == name} or {
+            d for o, d in options.items() if o.startswith(name)
+        }
+        if len(hits) == 1:
+            given |= hits
+    return given
 
 
 def _number(text, kind, what):

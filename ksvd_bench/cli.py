@@ -20,8 +20,9 @@ set ``check(args, parser)``, which :func:`main` calls after parsing and before a
 that a bad combination of flags or an unwritable ``--out`` is reported at once (exit status 2,
 the error on the first line, then a pointer to the sub-command's ``--help``). :func:`main`
 also sets ``args.command_line``, the command as typed, which the records keep as the command
-that regenerates them. Shared argument types and the one default-thread rule:
-:mod:`ksvd_bench._cliargs`. This layer may import the studies; they never import it.
+that regenerates them, and ``args.given``, the ``dest`` of each flag typed. Shared argument
+types and the one default-thread rule: :mod:`ksvd_bench._cliargs`. This layer may import the
+studies; they never import it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from __future__ import annotations
 import shlex
 import sys
 
-from ksvd_bench._cliargs import Parser
+from ksvd_bench._cliargs import Parser, given_dests
 from ksvd_bench._threads import quiet_blas_spin
 
 __all__ = ["build_parser", "main"]
@@ -92,6 +93,8 @@ def main(argv=None):
         getattr(args, "parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     # the command as typed, for the records that say how to regenerate them
     args.command_line = shlex.join(["ksvd-bench", *argv])
+    # the flags typed (a default reads the same as a typed value after parsing)
+    args.given = given_dests(getattr(args, "parser", parser), argv)
     check = getattr(args, "check", None)
     if check is not None:
         check(args, getattr(args, "parser", parser))

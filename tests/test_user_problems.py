@@ -393,12 +393,45 @@ def test_compare_races_a_lazy_points_file_with_every_method_named(tmp_path):
         )
         == 0
     )
-    rows = json.loads((out / "compare.json").read_text())["rows"]
+    record = json.loads((out / "compare.json").read_text())
+    rows = record["rows"]
     assert {r["dataset"] for r in rows} == {"clusters"}  # no cora beside it
     assert {r["method"] for r in rows} == {"rsvd", "asym_nystrom_rpcholesky"}
+    # issue 33: a point-set G is uncentred, and the record says so (it said center True)
+    assert record["meta"]["center"] is False
+    assert record["meta"]["problems"]["clusters"]["center"] is False
+    assert record["meta"]["problems"]["clusters"]["gamma"] == 1.0
+    assert record["meta"]["ignored_flags"] == {}
     assert all(r["stop"] == "reference" for r in rows)  # rpcholesky ran: not n/a
     assert all("block Krylov" in r["note"] for r in rows)
     assert all(r["converged"] for r in rows)
+
+
+def test_flags_a_matrix_problem_does_not_use_are_recorded_as_ignored(tmp_path, capsys):
+    """Issue 33: ``--kernel`` and ``--gamma`` with ``--matrix`` changed nothing, yet the record
+    kept ``kernel rbf`` and ``center True`` as if applied."""
+    import json
+
+    from ksvd_bench.cli import main
+
+    np.save(tmp_path / "gram.npy", _data(2, (30, 20)))
+    out = tmp_path / "out"
+    argv = ["compare", "--matrix", str(tmp_path / "gram.npy"), "--kernel", "rbf", "--gam", "2"]
+    argv += ["--rank", "2", "--methods", "tsvd", "--seeds", "1", "--eps", "0.1"]
+    argv += ["--measures", "uniform", "--no-residual", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    meta = json.loads((out / "compare.json").read_text())["meta"]
+    assert sorted(meta["ignored_flags"]) == ["--gamma", "--kernel"]
+    assert "--data" in meta["ignored_flags"]["--gamma"]
+    assert meta["kernel"] is None and meta["center"] is False
+    assert meta["problems"]["gram"] == {
+        "source": str(tmp_path / "gram.npy"),
+        "kernel": None,
+        "gamma": None,
+        "center": False,
+    }
+    err = capsys.readouterr().err
+    assert "ksvd-bench compare: ignored --kernel: applies to" in err
 
 
 def test_compare_refuses_a_bad_file_with_a_usage_error(tmp_path, capsys):

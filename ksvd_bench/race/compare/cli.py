@@ -50,7 +50,7 @@ from ksvd_bench.race.problems import (
 )
 from ksvd_bench.report import TEXT_WIDTH
 
-__all__ = ["add_compare", "check_compare", "run_compare_command"]
+__all__ = ["add_compare", "check_compare", "ignored_flags", "run_compare_command"]
 
 #: flags of the synthetic problem only (``--size`` applies to every shaped dataset)
 _SYNTHETIC_FLAGS = ("planted_rank", "decay", "coherence", "noise")
@@ -346,6 +346,53 @@ def _problem_options(args):
     return {"shape": _synthetic_shape(args), "synthetic_options": synth}
 
 
+#: the problem kinds each kernel flag applies to ("dataset": a bundled graph or feature table;
+#: synthetic and rare-clusters fix their own G; a --matrix G is raced as given; point sets are
+#: uncentred)
+_FLAG_USERS = {
+    "kernel": ("dataset", "data", "points"),
+    "center": ("dataset", "data"),
+    "gamma": ("data", "points"),
+    "bandwidth_factor": ("data", "points"),
+    "compat": ("data",),
+}
+_KIND_NAMES = {
+    "dataset": "the bundled graphs and feature tables",
+    "data": "--data",
+    "points": "--points",
+}
+
+
+def _problem_kind(problem):
+    if problem.points is not None:
+        return "points"
+    return "matrix" if problem.params.get("given") else "data"
+
+
+def ignored_flags(args, own):
+    """The kernel flags typed that no problem of the run uses, each with the reason.
+
+    ``--kernel`` and ``--gamma`` with only ``--matrix`` problems, say, change nothing; the
+    record says so rather than keep a setting that was never applied.
+
+    Returns
+    -------
+    dict
+        ``{"--kernel": "applies to ...; this run has none", ...}`` (empty when every flag
+        typed was used).
+    """
+    kinds = {_problem_kind(p) for p in own} | {
+        "fixed" if d in ("synthetic", "rare-clusters") else "dataset" for d in args.dataset
+    }
+    out = {}
+    for dest, users in _FLAG_USERS.items():
+        if dest in getattr(args, "given", ()) and not kinds & set(users):
+            flag = "--center/--no-center" if dest == "center" else "--" + dest.replace("_", "-")
+            applies = ", ".join(_KIND_NAMES[k] for k in users)
+            out[flag] = f"applies to {applies}, and this run has none (so it was not used)"
+    return out
+
+
 def _distinct_warnings(caught, width=TEXT_WIDTH, most=12):
     """The run's warnings for the terminal: one line per distinct message (with its count),
     at most ``most`` lines and a line that says how many more; the full messages are in the
@@ -389,9 +436,12 @@ def run_compare_command(args):
         own = problems_from_args(args)
     except DatasetError as exc:
         args.parser.error(str(exc))
+    ignored = ignored_flags(args, own)
+    for flag, why in ignored.items():
+        print(f"ksvd-bench compare: ignored {flag}: {why}", file=sys.stderr)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = _run(args, run_compare, own)
+        result = _run(args, run_compare, own, ignored)
     for line in _distinct_warnings(caught):
         print(line, file=sys.stderr)
     if args.record is not None:
@@ -406,7 +456,7 @@ def run_compare_command(args):
     return 0
 
 
-def _run(args, run_compare, own):
+def _run(args, run_compare, own, ignored):
     return run_compare(
         [*args.dataset, *own],
         kernel=args.kernel,
@@ -429,4 +479,5 @@ def _run(args, run_compare, own):
         out=args.out,
         progress=not args.no_progress,
         command_line=getattr(args, "command_line", None),
+        ignored_flags=ignored,
     )

@@ -253,19 +253,42 @@ def _load_average():
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
-def _compare_meta(s, names, ref_info, caps, stage_seconds, machine, load, command_line):
+def _problem_settings(problem):
+    """What one problem was built with, as it was built: a ``--matrix`` G has no kernel, a
+    point-set G is uncentred, whatever the flags said."""
+    return {
+        "source": problem.source,
+        "kernel": problem.kernel,
+        "gamma": problem.gamma,
+        "center": problem.params.get("center"),
+    }
+
+
+def _shared(problems, key):
+    """The value every problem shares (kernel, centring), or ``"per problem"``."""
+    values = {p[key] for p in problems.values()}
+    return values.pop() if len(values) == 1 else "per problem"
+
+
+def _compare_meta(
+    s, names, ref_info, caps, stage_seconds, machine, load, command_line, problems, ignored
+):
     """The record of a run: settings, seeds, threads used, references, machine, load."""
     return {
         "command": "compare",
         "command_line": command_line,
         "datasets": names,
-        "kernel": s.kernel,
+        # as applied (see "problems"): the flag's value only where every problem used it
+        "kernel": _shared(problems, "kernel") if problems else s.kernel,
         "rank": s.rank,
         "eps": list(s.eps),
         "measures": list(s.measures),
         "paper_weights": PAPER_WEIGHTS,
         "methods": list(s.methods),
-        "center": s.center,
+        "center": _shared(problems, "center") if problems else s.center,
+        "problems": problems,
+        # flags given that no problem of the run used (ksvd-bench compare), with the reason
+        "ignored_flags": dict(ignored or {}),
         "n_seeds": len(s.seeds),
         # what each entry runs, asym Nystrom's core and check spelled out (the paper's
         # method is asym_nystrom_paper; asym_nystrom is the solvers' stable default)
@@ -318,6 +341,7 @@ def run_compare(
     out=None,
     progress=True,
     command_line=None,
+    ignored_flags=None,
 ):
     """Race every solver to each tolerance on each problem and summarise the results.
 
@@ -396,6 +420,10 @@ def run_compare(
     command_line : str, optional
         The command that regenerates this run, kept in the record (``ksvd-bench compare``
         passes its own).
+    ignored_flags : dict, optional
+        Flags of the command that no problem used (flag -> why), kept in the record as
+        ``meta["ignored_flags"]``. What each problem was built with (source, kernel, gamma,
+        centring) is recorded either way, in ``meta["problems"]``.
 
     Returns
     -------
@@ -436,7 +464,7 @@ def run_compare(
     if out is not None:  # found now, not after minutes of work
         out = check_out_dir(out, "out")
 
-    rows, runs, ref_info, caps, stage_seconds = [], [], {}, {}, {}
+    rows, runs, ref_info, caps, stage_seconds, built = [], [], {}, {}, {}, {}
     names = [d.name if isinstance(d, Problem) else d for d in datasets]
     n_runs = len(datasets) * len(s.methods) * len(s.measures) * len(s.seeds)
     bar = progress_bar(total=n_runs, desc="compare", unit="runs", enabled=progress)
@@ -446,6 +474,7 @@ def run_compare(
         machine = machine_info()
         for item in datasets:
             problem = _load_problem(item, s, bar)
+            built[problem.name] = _problem_settings(problem)
             (
                 p_rows,
                 p_runs,
@@ -461,7 +490,18 @@ def run_compare(
     result = CompareResult(
         rows=_finalise_rows(rows),
         runs=runs,
-        meta=_compare_meta(s, names, ref_info, caps, stage_seconds, machine, load, command_line),
+        meta=_compare_meta(
+            s,
+            names,
+            ref_info,
+            caps,
+            stage_seconds,
+            machine,
+            load,
+            command_line,
+            built,
+            ignored_flags,
+        ),
     )
     if out is not None:
         result.paths = write_compare_files(result, out)
