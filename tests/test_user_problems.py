@@ -147,7 +147,23 @@ def _write_bad(tmp_path, case):
     if case == "pickle":
         path = tmp_path / "objects.npy"
         np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
-        return path, "not a readable"
+        return path, "holds pickled data .*: pickled arrays are refused"
+    if case == "pickle-npz":
+        path = tmp_path / "objects.npz"
+        np.savez(path, A=np.array([{"a": 1}], dtype=object))
+        return path, "pickled arrays are refused"
+    if case == "directory":
+        path = tmp_path / "folder.npy"
+        path.mkdir()
+        return path, "is a directory"
+    if case == "decimal-comma-csv":
+        path = tmp_path / "euro.csv"
+        path.write_text("1,5;2\n3;4,25\n")
+        return path, "line 1, column 1: '1,5' is not a real number .a decimal comma"
+    if case == "space-csv":
+        path = tmp_path / "spaced.csv"
+        path.write_text("1 2 3\n4 5 6\n")
+        return path, "line 1, column 1: .* .numbers separated by spaces"
     if case == "empty":
         path = tmp_path / "nothing.npy"
         np.save(path, np.zeros((0, 5)))
@@ -202,6 +218,8 @@ BAD = (
     "corrupt",
     "truncated",
     "pickle",
+    "pickle-npz",
+    "directory",
     "empty",
     "empty-csv",
     "nan",
@@ -212,6 +230,8 @@ BAD = (
     "many-arrays",
     "ragged-csv",
     "text-csv",
+    "decimal-comma-csv",
+    "space-csv",
     "suffix",
 )
 
@@ -233,6 +253,20 @@ def test_reader_returns_checked_float64(tmp_path):
     A = read_user_matrix(path, problem="p")
     assert A.dtype == np.float64 and A.flags.c_contiguous
     np.testing.assert_array_equal(A, [[1, 2], [3, 4]])
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t"])
+@pytest.mark.parametrize("header", [False, True])
+def test_semicolon_and_tab_separated_csv_is_read(tmp_path, delimiter, header):
+    """Issue 33: line 1 of "1;2;3" silently became a header, and the error named line 2."""
+    path = tmp_path / "table.csv"
+    lines = ([delimiter.join(["a", "b", "c"])] if header else []) + [
+        delimiter.join(["1", "2", "3.5"]),
+        delimiter.join(["4", "-5e-3", "6"]),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    A = read_user_matrix(path, problem="p")
+    np.testing.assert_array_equal(A, [[1, 2, 3.5], [4, -5e-3, 6]])
 
 
 def test_three_point_files_are_refused(tmp_path):
