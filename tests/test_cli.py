@@ -438,7 +438,14 @@ def test_spectrum_on_a_small_graph(tmp_path, small_graph):
 def test_spectrum_marks_vacuous_tolerances(small_graph):
     # The paper's weighting on a centred SNE kernel: eta <= 2 mean(sigma) << 0.5.
     result = run_spectrum(
-        "tiny", data=small_graph, factors=(1.0, 4.0), rank=4, eps=0.5, seeds=1, progress=False
+        "tiny",
+        data=small_graph,
+        factors=(1.0, 4.0),
+        rank=4,
+        eps=0.5,
+        weights="singular_values",
+        seeds=1,
+        progress=False,
     )
     assert all(r["vacuous"] and r["value_max"] <= 0.5 for r in result.rows)
     text = format_spectrum(result)
@@ -448,6 +455,21 @@ def test_spectrum_marks_vacuous_tolerances(small_graph):
     fig = _draw_spectrum(result)
     labels = [t.get_text() for t in fig.axes[1].texts]
     assert labels.count("vacuous") == 2
+
+
+def test_spectrum_defaults_to_a_measure_that_is_never_vacuous():
+    """Issue 33: spectrum's default measure (the paper's weighting) was one it then called
+    vacuous at its own default eps on the centred SNE kernel."""
+    import inspect
+
+    from ksvd_bench.race.common import measure_bound
+
+    default = inspect.signature(run_spectrum).parameters["weights"].default
+    args = build_parser().parse_args(["spectrum"])
+    assert args.weights == default == "uniform"
+    # whatever the spectrum: the bound any answer can score stays above the default eps
+    for s in (np.full(20, 1e-3), np.logspace(0, -8, 20)):
+        assert measure_bound(default, s, float(np.linalg.norm(s)) * 2, 20) > 10 * args.eps
 
 
 def test_spectrum_says_when_nothing_converged(small_graph):
