@@ -48,7 +48,6 @@ from ksvd_bench.race.problems import (
     dataset_shape,
     problems_from_args,
 )
-from ksvd_bench.report import TEXT_WIDTH
 
 __all__ = ["add_compare", "check_compare", "ignored_flags", "run_compare_command"]
 
@@ -393,34 +392,16 @@ def ignored_flags(args, own):
     return out
 
 
-def _distinct_warnings(caught, width=TEXT_WIDTH, most=12):
-    """The run's warnings for the terminal: one line per distinct message (with its count),
-    at most ``most`` lines and a line that says how many more; the full messages are in the
-    JSON and the report, per row."""
-    counts = {}
-    for w in caught:
-        key = (w.category.__name__, str(w.message).strip())
-        counts[key] = counts.get(key, 0) + 1
-    lines = []
-    for (category, message), n in sorted(counts.items(), key=lambda kv: -kv[1]):
-        text = f"{category} ({n}x): {' '.join(message.split())}"
-        lines.append(text if len(text) <= width else text[: width - 3] + "...")
-    if len(lines) > most:
-        more = len(lines) - (most - 1)
-        lines = lines[: most - 1] + [
-            f"... {more} more distinct warning messages (in the JSON and the report)"
-        ]
-    return lines
-
-
 def run_compare_command(args):
     """Run ``compare`` with parsed arguments (or, with ``--readme-table``, only render a
     record).
 
     The progress bar and the warnings go to stderr: each warning is recorded while the race
-    runs (per row in the files) and the terminal gets one line per distinct message at the
-    end. Stdout gets the tables (``--table``), the files written, then the headline (at most
-    30 lines) ending with the path of ``report.html``.
+    runs (per row in the files) and the terminal gets, at the end, the per-solver counts the
+    headline gives and one line per message template, numbers that vary shown as their range
+    (:func:`ksvd_bench.report.messages.warning_summary`). Stdout gets the tables
+    (``--table``), the files written, then the headline (at most 30 lines) ending with the
+    path of ``report.html``.
     """
     import sys
     import warnings
@@ -428,6 +409,7 @@ def run_compare_command(args):
     from ksvd_bench.datasets import DatasetError
     from ksvd_bench.race.compare import format_compare, readme_table, run_compare, write_record
     from ksvd_bench.report import headline
+    from ksvd_bench.report.messages import warning_summary
 
     if args.readme_table is not None:
         print(readme_table(args.readme_table), end="")
@@ -442,7 +424,8 @@ def run_compare_command(args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = _run(args, run_compare, own, ignored)
-    for line in _distinct_warnings(caught):
+    # grouped by template, per-solver counts as the headline's (report.messages)
+    for line in warning_summary(result.rows, others=[str(w.message) for w in caught]):
         print(line, file=sys.stderr)
     if args.record is not None:
         result.paths["record"] = str(write_record(result, args.record))
