@@ -377,8 +377,8 @@ def ignored_flags(args, own):
     Returns
     -------
     dict
-        ``{"--kernel": "applies to ...; this run has none", ...}`` (empty when every flag
-        typed was used).
+        ``{"--kernel": "applies to ..., and this run has none (so it was not used)", ...}``
+        (empty when every flag typed was used).
     """
     kinds = {_problem_kind(p) for p in own} | {
         "fixed" if d in ("synthetic", "rare-clusters") else "dataset" for d in args.dataset
