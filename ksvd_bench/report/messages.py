@@ -96,15 +96,11 @@ def message_templates(items):
     return out
 
 
-def _solver_of(message):
-    """The solver name that leads a message, or None."""
-    found = _SOLVER_PREFIX.match(str(message))
-    return found.group(0)[:-2] if found else None
-
-
-def _names(tags, most=2):
-    shown = ", ".join(tags[:most])
-    return shown + (f" +{len(tags) - most} more" if len(tags) > most else "")
+def _names(tags, room=12):
+    """Who raised a template, in at most ``room`` characters: the names, or how many (the
+    per-solver line above names them), so that the message keeps the width."""
+    shown = ", ".join(tags)
+    return shown if len(shown) <= room or len(tags) == 1 else f"{len(tags)} solvers"
 
 
 def warning_summary(rows, *, others=(), width=TEXT_WIDTH, most=12):
@@ -114,7 +110,8 @@ def warning_summary(rows, *, others=(), width=TEXT_WIDTH, most=12):
     (:func:`~ksvd_bench.report.winners.warning_counts`), so the two agree. Then one line per
     template of their messages (:func:`message_templates`), with the rows that carry it and
     their solvers. Then the templates of ``others``: messages raised on the way (smaller
-    efforts of a sweep, warm-up) that no returned answer carries. Each line is cut at a
+    efforts of a sweep, warm-up) that no returned answer carries, with how many distinct
+    messages each template stands for. Each line is cut at a
     word boundary (:func:`clip`); the full messages are in the JSON and the report.
 
     Parameters
@@ -160,17 +157,13 @@ def warning_summary(rows, *, others=(), width=TEXT_WIDTH, most=12):
             )
             for g in groups
         ]
-    rest = message_templates(
-        (strip_solver(m), 1, _solver_of(m)) for m in others if clip(m) not in carried
-    )
+    rest = message_templates((m, 1, None) for m in others if clip(m) not in carried)
     if rest:
         lines.append(clip("also raised on the way (smaller efforts, warm-up):", width))
         lines += [
             "  "
             + clip(
-                (f"{_names(g['tags'])}: " if g["tags"] else "")
-                + g["text"]
-                + ("" if g["n_messages"] == 1 else f" ({g['n_messages']} messages)"),
+                ("" if g["n_messages"] == 1 else f"{g['n_messages']} messages: ") + g["text"],
                 width - 2,
             )
             for g in rest
@@ -178,6 +171,9 @@ def warning_summary(rows, *, others=(), width=TEXT_WIDTH, most=12):
     if len(lines) > most:
         more = len(lines) - (most - 1)
         lines = lines[: most - 1] + [
-            clip(f"... {more} more lines of warnings (in the JSON and the report)", width)
+            clip(
+                f"... {more} more lines of warnings (each answer's are in the JSON and the report)",
+                width,
+            )
         ]
     return lines
