@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from ksvd_bench._cliargs import Parser
+
 EXPERIMENTS = (
     "node-classification",
     "graph-reconstruction",
@@ -591,7 +593,7 @@ def add_parser(subparsers):
 
 def main(argv=None):
     """Run ``reproduce`` standalone: ``python -m ksvd_bench.paper._reproduce_cli``."""
-    parser = argparse.ArgumentParser(prog="ksvd-bench")
+    parser = Parser(prog="ksvd-bench")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.func(args)

@@ -1049,10 +1049,11 @@ def _arg(args, name, default):
 def problems_from_args(args):
     """The :class:`Problem` objects of ``--data``, ``--points`` and ``--matrix``.
 
-    Every file is read and checked first (a bad one raises
-    :class:`~ksvd_bench.datasets.DatasetError` naming the file and the problem before any
-    kernel is built); then the problems are built in the order data, points, matrix. Two
-    problems with the same name (file stem) are refused.
+    Every file is read and checked first (a bad one, or one whose kernel matrix is smaller
+    than ``args.rank`` in either direction, raises :class:`~ksvd_bench.datasets.DatasetError`
+    naming the file and the problem before any kernel is built); then the problems are built
+    in the order data, points, matrix. Two problems with the same name (file stem) are
+    refused.
 
     Returns
     -------
@@ -1074,6 +1075,19 @@ def problems_from_args(args):
             f"two problems are named {dup[0]!r} (problems are named by their "
             f"file's stem, and must differ from the --dataset names)"
         )
+    rank = getattr(args, "rank", None)
+    for kind, _, name, arrays in read if rank is not None else ():
+        # G's shape is known from the files: a rank it cannot have is refused before the
+        # kernel is built (building it can take seconds)
+        shape = (
+            arrays[0].shape[0],
+            arrays[-1].shape[0] if kind == "points" else arrays[0].shape[1],
+        )
+        if rank > min(shape):
+            raise DatasetError(
+                f"problem {name!r}: --rank must be at most min(N, M) = {min(shape)} of its "
+                f"kernel matrix ({shape[0]}x{shape[1]}), got {rank}"
+            )
     limit = float(_arg(args, "memory_limit", DEFAULT_MEMORY_LIMIT / 2**30)) * 2**30
     kernel = _arg(args, "kernel", DEFAULT_KERNEL)
     seed = int(_arg(args, "seed", 0))
