@@ -8,7 +8,7 @@ import time
 import numpy as np
 from scipy import linalg
 
-from ._certificate import certify, known_fro2
+from ._certificate import certify, fused_known, fused_probes, known_fro2
 from ._estimate import GAP_RTOL, GAP_RTOL_FLOAT32, leave_one_out_error, sketch_error_estimate
 from ._result import SVDResult, finish
 from ._source import as_source
@@ -138,17 +138,20 @@ def error_estimate_info(tracked, s, rank, dtype, *, loo, exact):
     return info
 
 
-def certify_answer(method, src, U, s, V, rng, dtype, check_passes, *, transposed):
+def certify_answer(method, src, U, s, V, rng, dtype, check_passes, *, transposed, known=None):
     """``info`` keys of the product certificate of an answer ``(U, s, V)`` of ``work``.
 
     ``U``, ``V`` are swapped back when ``work`` is ``G.T`` (:func:`_orient`); ``check_passes``
     passes of :func:`solvers._certificate.certify` then bound the answer's values, its
     missed directions and its subspace (Wedin). Returns ``reliable``, ``lower_bounds``,
     ``check_passes`` and ``certificate`` (see :func:`rsvd`, Notes); ``reliable`` is None
-    (unknown) when ``check_passes`` is 0.
+    (unknown) when ``check_passes`` is 0. ``known``: the fused probes of the solve's last
+    pass (:func:`solvers._certificate.fused_known`).
     """
     Ug, Vg = (V, U) if transposed else (U, V)
-    lower, reliable, cert = certify(method, src, Ug, s, Vg, rng, dtype, check_passes, 0, ADVICE)
+    lower, reliable, cert = certify(
+        method, src, Ug, s, Vg, rng, dtype, check_passes, 0, ADVICE, known=known
+    )
     if not check_passes:  # the certificate is these methods' only check: none ran
         reliable = None
     return {
@@ -318,10 +321,14 @@ def rsvd(
         dtype,
         record=sketch,
     )
-    B = np.asarray(work.rmatmat(Q), dtype=dtype).T
+    # the certificate's probes ride along in the last pass (fused: no pass of their own)
+    W = fused_probes(work.shape[0], chk.rng, opts["check_passes"])
+    P = np.asarray(work.rmatmat(np.hstack([Q, W.astype(dtype)])), dtype=dtype)
+    B = P[:, :size].T
     Uh, s, Vt = linalg.svd(B, full_matrices=False, check_finite=False, lapack_driver="gesdd")
     U = Q @ Uh[:, :rank]
     V = Vt[:rank].T
+    known = fused_known(P[:, :size] @ Uh[:, :rank], P[:, size:], W, transposed)
     # seconds include the estimate: it is part of what the method returns
     estimate = error_estimate_info(
         src,
@@ -344,7 +351,16 @@ def rsvd(
         ),
     )
     checked = certify_answer(
-        "rsvd", src, U, s[:rank], V, chk.rng, dtype, opts["check_passes"], transposed=transposed
+        "rsvd",
+        src,
+        U,
+        s[:rank],
+        V,
+        chk.rng,
+        dtype,
+        opts["check_passes"],
+        transposed=transposed,
+        known=known,
     )
     result: SVDResult = _finish_oriented(
         U,
