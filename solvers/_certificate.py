@@ -86,6 +86,7 @@ Numer. Anal. 7(1), 1970 (the sin-theta theorem).
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 
@@ -146,9 +147,12 @@ CHAIN_PROBES = 20
 #: 1% with two products of 20 probes).
 PROBE_FAILURE = 1e-6
 
-#: Gaussian starts of :func:`certify` beyond the rank: the block holds ``rank + CERT_EXTRA``
-#: directions of the deflated operator, so that after one power step the Frobenius bound's
-#: remainder is only its tail beyond them (see :func:`power_certificate`).
+#: Orthonormal power-iteration starts of :func:`certify` beyond the rank, where the source
+#: knows ``||G||_F``: the block holds ``rank + CERT_EXTRA`` directions of the deflated
+#: operator, so that after one power step the Frobenius split's remainder is only its tail
+#: beyond them (see :func:`power_certificate`; tight to 1e-4 on fast-decaying spectra).
+#: Where ``||G||_F`` is unknown the block has no upper bound to serve: the probe chains
+#: (:data:`CHAIN_PROBES` columns) alone find missed directions and bound ``||D||``.
 CERT_EXTRA = 15
 
 #: Default budget of :func:`sampled_certificate`: this fraction of the entries the solve's
@@ -217,6 +221,21 @@ def _orth_against(Q, X, drop=1e-6, deflated=False):
     return B @ linalg.solve_triangular(R, np.eye(R.shape[0]), check_finite=False)
 
 
+def _orth_coefficients(W, drop=1e-4):
+    """``T`` with ``W T`` orthonormal (to about ``eps / drop^2``): from the eigenvectors of
+    the scaled Gram matrix, directions below ``drop`` times the largest singular value left
+    out. ``G (W T) = (G W) T`` then gives interlacing lower bounds from a product with the
+    raw ``W`` (a narrower basis only weakens them)."""
+    if W.shape[1] == 0 or not np.all(np.isfinite(W)):
+        return W[:0, :0]
+    Gram, scale, _ = _gram(W)
+    if Gram is None:
+        return np.zeros((W.shape[1], 0))
+    lam, E = linalg.eigh(Gram, check_finite=False)
+    keep = lam > lam[-1] * drop**2
+    return E[:, keep] / (np.sqrt(lam[keep]) * scale)
+
+
 def _top_sv(X):
     """The largest singular value of ``X``, from the Gram matrix of its thinner side
     (relative error about ``k eps`` for ``k`` columns, as an SVD's)."""
@@ -276,6 +295,7 @@ def probe_scale(n_probes, n_bounds=2, failure=POWER_FAILURE):
     return float((n_bounds / failure) ** (1.0 / n_probes) * np.sqrt(2 / np.pi))
 
 
+@functools.lru_cache(maxsize=64)
 def power_probe_constants(n_probes, failure=PROBE_FAILURE):
     """``(c_block, c_max)``: the anticoncentration constants of :func:`power_probe_bound`.
 
@@ -413,6 +433,9 @@ def power_certificate(
         ok = in_cols > 0
         if np.any(ok):
             low = max(low, float(np.max(cols[ok] / in_cols[ok])))
+        T = chain.get("T")
+        # D Q for the orthonormal Q = W T of the input (the Frobenius split's block)
+        chain["DQ"] = Wn @ T if T is not None and T.shape[1] else None
         unit = float(np.max(np.abs(Wn), initial=0.0))
         if unit > 0 and np.isfinite(unit):
             Wn = Wn / unit
@@ -469,11 +492,10 @@ def power_certificate(
             basis = bases[side]
             mine = [c for c in chains if c["on"] == side]
             Xs = X if side == "right" or not two_sided else Y
-            inputs[side] = (
-                mine,
-                Xs,
-                np.hstack([basis, Xs] + [_deflate(basis, c["W"]) for c in mine]),
-            )
+            for c in mine:
+                c["W"] = _deflate(basis, c["W"])
+                c["T"] = _orth_coefficients(c["W"])
+            inputs[side] = (mine, Xs, np.hstack([basis, Xs] + [c["W"] for c in mine]))
         if two_sided:
             A, B = src.sketch(inputs["right"][2], inputs["left"][2])
             products = {"right": np.asarray(A, np.float64), "left": np.asarray(B, np.float64)}
@@ -498,6 +520,13 @@ def power_certificate(
             other = bases[other_side[side]]
             w = Xs.shape[1]
             out["lower"] = np.maximum(out["lower"], lower_bounds(P[:, : r + w], k))
+            at = r + w
+            for c in mine:  # [basis, the chain's orthonormal basis], through the same product
+                T = c.get("T")  # (not orthogonal to X: a block of its own)
+                if T is not None and T.shape[1]:
+                    block = np.hstack([P[:, :r], P[:, at : at + q] @ T])
+                    out["lower"] = np.maximum(out["lower"], lower_bounds(block, k))
+                at += q
             if side == "left":
                 GtU = P[:, :r]
             else:
@@ -546,15 +575,24 @@ def power_certificate(
         share = PROBE_FAILURE / len(chains)
         best = min(power_probe_bound(ch["norms"], q, share)[0] for ch in chains)
         bounds.append((best + slack, "power_probes", PROBE_FAILURE))
-    if fro2 is not None and fro2 > 0 and last:
-        top, DX, _ = last[-1]
+    if fro2 is not None and fro2 > 0:
         # in units of ||G||_F: the squares of the products' entries stay representable
         unit = np.sqrt(fro2)
         fro_D2 = (
-            1 - np.sum((GtU / unit) ** 2) - np.sum((E21 / unit) ** 2) + (N + M + 10 * (r + b)) * eps
+            1
+            - np.sum((GtU / unit) ** 2)
+            - np.sum((E21 / unit) ** 2)
+            + (N + M + 10 * (r + b + q)) * eps
         )
-        split = unit * np.sqrt(max((top / unit) ** 2 + fro_D2 - np.sum((DX / unit) ** 2), 0.0))
-        bounds.append((split, "frobenius", 0.0))
+        # every orthonormal block multiplied last: the iterate X, the chains' bases (their
+        # orthonormality holds to about 1e-8: the slack 1e-6 ||D Q||^2 covers it)
+        blocks = [DX for _, DX, _ in last[-1:]]
+        blocks += [ch["DQ"] for ch in chains if ch.get("DQ") is not None]
+        for DQ in blocks or [np.zeros((1, 0))]:
+            top = _top_sv(DQ)
+            rest = fro_D2 - np.sum((DQ / unit) ** 2) * (1 - 1e-6)
+            split = unit * np.sqrt(max((top / unit) ** 2 + rest, 0.0))
+            bounds.append((split, "frobenius", 0.0))
     if not bounds:
         return out
     upper, kind, fail = min(bounds, key=lambda x: x[0])
@@ -878,10 +916,12 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
     cert = {"check_passes": 0, "sampled": None}
     if n_passes:
         before = src.n_products
-        width = rank + CERT_EXTRA if n_extra is None else n_extra
-        pc = power_certificate(
-            src, U, V, rank, n_passes, rng, width, fro2=known_fro2(src), known=known
-        )
+        fro2 = known_fro2(src)
+        if n_extra is not None:
+            width = n_extra
+        else:
+            width = 0 if fro2 is None else rank + CERT_EXTRA
+        pc = power_certificate(src, U, V, rank, n_passes, rng, width, fro2=fro2, known=known)
         lower, d, width = pc["lower"], pc["deflated"], pc["width"]
         passes = int(src.n_products - before)
         deflated.append((d, f"{passes} product(s) of power iteration from {width} Gaussian starts"))
