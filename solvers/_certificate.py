@@ -23,8 +23,12 @@ block: ``sigma_1(P A Q) <= sigma_1(A)`` for orthogonal projectors ``P``, ``Q``.
 * :func:`power_certificate` (``check_passes`` passes; where the source has ``sketch``
   each pass is one call that multiplies both sides, ``G [V, X]`` and ``G^T [U, Y]``, else
   the passes alternate): block power iteration on ``D`` from ``b`` Gaussian starts per side
-  (``rank + CERT_EXTRA`` in :func:`certify`), fused with the inflation bounds (the same
-  products carry ``G V`` and ``G^T U``). Failure probability: let ``D`` have a
+  (``rank + CERT_EXTRA`` in :func:`certify` where ``||G||_F`` is known, else none) and on
+  the probe chains (``CHAIN_PROBES`` Gaussian starts per chain, see below), fused with the
+  inflation bounds (the same products carry ``G V`` and ``G^T U``). Each chain column's
+  ratio ``||D x|| / ||x||`` is the power method's estimate from that start, so the same
+  failure probability holds with ``b`` the chain's width and ``p`` its products. Failure
+  probability: let ``D`` have a
   singular value ``t`` above the threshold ``theta = (1 + MISS_SLACK) s_r``. After ``p``
   products the estimate is the power method's Rayleigh quotient of ``D^T D`` (or ``D D^T``)
   from each start, and by Kuczynski & Wozniakowski (1992, Thm. 3.1, in the form
@@ -56,18 +60,38 @@ to ``G`` against ``G - [[0, F], [E, 0]]``, whose top-r singular subspaces are ``
 max(||E||, ||F||) / (sigma_r(G) - ||D||)``, and ``sigma_r(G) >= max(sigma_r(M), l_r)``
 (interlacing); Davis & Kahan's theorem on ``G G^T`` and ``G^T G`` gives a second bound,
 far smaller where the residual sits on the small values; Weyl's inequality bounds every
-value. What the products cannot give directly is an upper bound on ``||D||``. For the last
-power iterate ``X`` (orthonormal, orthogonal to ``V``), ``||D||_2^2 <= ||D X||_2^2 + ||D
-(I - X X^T)||_2^2``, tight once ``X`` holds ``D``'s top directions (one power step with
-``rank + 15`` starts does it for the spectra in the sweep; hence ``check_passes=2``). The
-remainder is bounded by Gaussian probes in the same pass (Halko, Martinsson & Tropp, Lemma
-4.1: 1.36 times the largest of 10, failing with probability at most 1% over both sides),
-or deterministically from ``||G||_F`` where the source knows it: ``||D||_F^2 = ||G||_F^2 -
-||G^T U||_F^2 - ||E||_F^2`` exactly (plus a rounding slack). A gap ``max(sigma_r(M), l_r)
-- ||D||`` that is not positive leaves the subspace unknown: unreliable. This is what
-catches an answer that is wrong on a clustered spectrum (``s_r ~ s_{r+1}``) without
-missing any direction, and what makes such an answer unreliable even when it is right: the
-top-r subspace of a cluster is not determined by a few passes.
+value. What the products cannot give directly is an upper bound on ``||D||``; the smallest
+of two valid ones is used, and ``info["certificate"]`` names it (``upper_kind``) with its
+failure probability (``upper_failure``):
+
+* ``"power_probes"`` (:func:`power_probe_bound`, issue 32): a standard Gaussian block ``W``
+  of ``t = CHAIN_PROBES`` (20) columns, multiplied ``j`` times alternately by ``D`` and
+  ``D^T`` without orthonormalisation (a chain: ``W_1 = D W``, ``W_2 = D^T D W``, ...). For
+  the top singular vector ``v`` of ``D`` on the start's side, ``||W_j e_i|| >= ||D||^j
+  |v^T w_i|`` and ``||W_j||_2 >= ||D||^j ||v^T W||_2``; ``v^T W`` is a standard Gaussian
+  vector in ``R^t`` (``W`` is drawn independently of ``D``), so ``P(||v^T W||_2 < c) =
+  F_chi2(c^2; t)`` and ``P(max_i |v^T w_i| < c') = erf(c' / sqrt 2)^t`` exactly (the
+  rank-one ``D`` attains them). Hence, for every ``j`` at once, ``||D|| <= (||W_j||_2 /
+  c)^(1/j)`` and ``<= (max_i ||W_j e_i|| / c')^(1/j)``, failing with probability at most
+  ``PROBE_FAILURE`` (1e-6) in all (half each; two chains, from both sides, share it). The
+  constant (``1 / c' = 1.48`` at ``t = 20`` and 1e-6, the issue's ``f``) and the stable-rank
+  inflation sit under the ``j``-th root: on the issue-32 cluster problem 2.1x the true
+  ``||D||`` at ``j = 2``, 1.6x at ``j = 3``, 1.4x at ``j = 4``. ``rsvd`` and
+  ``block_krylov`` draw ``W`` in their last pass (``G^T [Q, W]``; :func:`fused_probes`),
+  so the chain starts one product ahead at the price of ``t`` columns: one check pass
+  gives ``j = 2``.
+* ``"frobenius"`` (deterministic, where ``||G||_F`` is known): for an orthonormal block
+  ``X`` orthogonal to ``V`` whose product was taken (the last power iterate, or a chain's
+  orthonormal basis), ``||D||_2^2 <= ||D X||_2^2 + ||D (I - X X^T)||_2^2`` and ``||D (I - X
+  X^T)||_2^2 <= ||D||_F^2 - ||D X||_F^2`` with ``||D||_F^2 = ||G||_F^2 - ||G^T U||_F^2 -
+  ||E||_F^2`` exactly (plus a rounding slack). Tight once ``X`` holds ``D``'s top
+  directions (one power step with ``rank + 15`` orthonormal starts does it on fast-decaying
+  spectra); the block runs only where ``||G||_F`` is known.
+
+A gap ``max(sigma_r(M), l_r) - ||D||`` that is not positive leaves the subspace unknown:
+unreliable. This is what catches an answer that is wrong on a clustered spectrum (``s_r ~
+s_{r+1}``) without missing any direction, and what makes such an answer unreliable even
+when it is right: the top-r subspace of a cluster is not determined by a few passes.
 
 Every quantity that cannot be computed (a non-finite residual, an empty sample) makes the
 answer unreliable: a check that cannot run never vouches for it.
@@ -77,7 +101,8 @@ References
 J. Kuczynski, H. Wozniakowski, "Estimating the largest eigenvalue by the power and Lanczos
 algorithms with a random start", SIAM J. Matrix Anal. Appl. 13(4), 1992.
 N. Halko, P.-G. Martinsson, J. A. Tropp, "Finding structure with randomness", SIAM Review
-53(2), 2011 (Sec. 4.3, the a-posteriori error estimate from Gaussian probes).
+53(2), 2011 (Sec. 4.3, the a-posteriori error estimate from Gaussian probes; Lemma 4.1, the
+anticoncentration argument that :func:`power_probe_bound` raises to powers of ``D``).
 P.-A. Wedin, "Perturbation bounds in connection with singular value decomposition", BIT 12,
 1972 (G. W. Stewart, J.-G. Sun, "Matrix Perturbation Theory", 1990, Thm. V.4.4).
 C. Davis, W. M. Kahan, "The rotation of eigenvectors by a perturbation. III", SIAM J.
@@ -546,6 +571,7 @@ def power_certificate(
         else:
             X = _orth_against(U if right else V, last[0][1], deflated=True)
             right = not right
+    out["chain_products"] = max((len(ch["norms"]) for ch in chains), default=0)
     if GV is None or GtU is None:
         return out
     Mc = U.T @ GV
@@ -951,7 +977,11 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
             check_passes=passes,
             deflated=float(d),
             starts=int(width),
-            miss_probability=power_miss_probability(2.0, passes, M - rank, width),
+            miss_probability=min(
+                power_miss_probability(2.0, passes, M - rank, width),
+                power_miss_probability(2.0, pc.get("chain_products", 0), M - rank, pc["probes"]),
+            ),
+            probes=int(pc["probes"]),
             **{k: v for k, v in bounds.items() if k != "why_unknown"},
         )
     pending = getattr(src, "setup_pending", None)

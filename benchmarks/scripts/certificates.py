@@ -210,7 +210,7 @@ def check_settings(r):
                 f"uniform m={8 * r} c={c}",
             )
         )
-    for c in (0, 2, 3):
+    for c in (0, 1, 2, 3):
         out.append(
             (
                 "asym_nystrom",
