@@ -510,7 +510,7 @@ def power_certificate(
         chains.append(new_chain("right"))
         if two_sided:
             chains.append(new_chain("left"))
-    for _ in range(n_passes):
+    for i_pass in range(n_passes):
         todo = ["right", "left"] if two_sided else ["right" if right else "left"]
         inputs = {}
         for side in todo:
@@ -520,7 +520,15 @@ def power_certificate(
             for c in mine:
                 c["W"] = _deflate(basis, c["W"])
                 c["T"] = _orth_coefficients(c["W"])
-            inputs[side] = (mine, Xs, np.hstack([basis, Xs] + [c["W"] for c in mine]))
+            # the last pass: fresh probes of the complement of [basis, X], for the split
+            # ||D||^2 <= ||D X||^2 + ||D (I - X X^T)||^2 (X was fixed before they were drawn)
+            fresh = (
+                [_deflate(np.hstack([basis, Xs]), rng.standard_normal((basis.shape[0], N_PROBES)))]
+                if i_pass == n_passes - 1 and Xs.shape[1] and i_pass > 0
+                else []
+            )
+            blk = np.hstack([basis, Xs] + [c["W"] for c in mine] + fresh)
+            inputs[side] = (mine, Xs, blk, bool(fresh))
         if two_sided:
             A, B = src.sketch(inputs["right"][2], inputs["left"][2])
             products = {"right": np.asarray(A, np.float64), "left": np.asarray(B, np.float64)}
@@ -539,9 +547,10 @@ def power_certificate(
             )
             return out
         last = []  # per side: (||D X||, D X, scale of the product) for the upper bounds
+        split = []  # per side with fresh probes: (||D X||, D (I - X X^T) P)
         for side in todo:
             P = products[side]
-            mine, Xs, _ = inputs[side]
+            mine, Xs, _, has_fresh = inputs[side]
             other = bases[other_side[side]]
             w = Xs.shape[1]
             out["lower"] = np.maximum(out["lower"], lower_bounds(P[:, : r + w], k))
@@ -565,6 +574,8 @@ def power_certificate(
                 # the chain's own input is the deflated one: W itself is already deflated
                 out["deflated"] = max(out["deflated"], advance(c, P[:, at : at + q]))
                 at += q
+            if has_fresh:
+                split.append((top, _deflate(other, P[:, at:])))
         if two_sided:
             X = _orth_against(V, last[1][1], deflated=True)
             Y = _orth_against(U, last[0][1], deflated=True)
@@ -597,10 +608,17 @@ def power_certificate(
     )
     slack = np.sqrt(N + M) * eps * scale
     bounds = []
+    # PROBE_FAILURE is shared by every random bound: the chains and the split's probes
+    share = PROBE_FAILURE / max(1, len(chains) * bool(q) + len(split))
     if chains and q:
-        share = PROBE_FAILURE / len(chains)
         best = min(power_probe_bound(ch["norms"], q, share)[0] for ch in chains)
         bounds.append((best + slack, "power_probes", PROBE_FAILURE))
+    for top, DP in split:
+        # ||D (I - X X^T)|| from one product of fresh probes (power_probe_bound at j = 1)
+        with np.errstate(divide="ignore"):
+            one = [(1, np.log(_top_sv(DP)), np.log(float(np.max(_column_norms(DP)))))]
+        rest = power_probe_bound(one, DP.shape[1], share)[0]
+        bounds.append((float(np.hypot(top, rest)) + slack, "split_probes", PROBE_FAILURE))
     if fro2 is not None and fro2 > 0:
         # in units of ||G||_F: the squares of the products' entries stay representable
         unit = np.sqrt(fro2)
@@ -945,8 +963,8 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
         fro2 = known_fro2(src)
         if n_extra is not None:
             width = n_extra
-        else:
-            width = 0 if fro2 is None else rank + CERT_EXTRA
+        else:  # the block's upper bound (the Frobenius split) needs ||G||_F
+            width = rank + CERT_EXTRA if fro2 is not None else 0
         pc = power_certificate(src, U, V, rank, n_passes, rng, width, fro2=fro2, known=known)
         lower, d, width = pc["lower"], pc["deflated"], pc["width"]
         passes = int(src.n_products - before)

@@ -204,7 +204,7 @@ def rsvd(
     n_oversamples=10,
     n_iter=4,
     power_iteration_normalizer="auto",
-    check_passes=1,
+    check_passes=2,
 ):
     """Randomized SVD of Halko, Martinsson & Tropp with power iterations.
 
@@ -223,7 +223,7 @@ def rsvd(
         (scikit-learn's rule).
     power_iteration_normalizer : {"auto", "QR", "LU", "none"}, default="auto"
         See :func:`randomized_range_finder`.
-    check_passes : int, default=1
+    check_passes : int, default=2
         Passes over ``G`` spent on the certificate (``info["reliable"]``; see *Certificate*
         in Notes), counted in ``n_passes``; the solve's last pass already carries its first
         probes, so one pass gives two products of the probe chain. Each further pass

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy.sparse.linalg import aslinearoperator
 from scipy.special import erfinv
 
 import solvers
@@ -111,10 +112,11 @@ def _sin(A, B):
 
 @pytest.mark.parametrize("kind", HARD)
 def test_each_bound_holds_against_numpy_on_hard_families(kind):
-    """The chains alone (no ||G||_F, no orthonormal block), with and without a sketch, and
-    with the Frobenius split: lower bounds below sigma_i(G) and ||D||, the upper bound above
-    ||D||, and the sin theta and value bounds above numpy's errors, on answers from too
-    little effort to enough."""
+    """The chains alone (no ||G||_F, no orthonormal block), with and without a sketch, with
+    the Frobenius split, and with the probe split of an orthonormal block (no ||G||_F):
+    lower bounds below sigma_i(G) and ||D||, the upper bound above ||D||, and the sin
+    theta and value bounds above numpy's errors, on answers from too little effort to
+    enough."""
     G = hard(kind)
     U0, s0, Vt0 = np.linalg.svd(G, full_matrices=False)
     fro2 = float(np.sum(G**2))
@@ -136,7 +138,8 @@ def test_each_bound_holds_against_numpy_on_hard_families(kind):
             d_true = _truth(G, res.U, res.V)
             sv = float(np.max(np.abs(res.s - s0[:r])))
             sin = max(_sin(U0[:, :r], res.U), _sin(Vt0[:r].T, res.V))
-            for src, extra, f2 in ((as_source(G), 0, None), (Plain(), 0, None), (G, r + 15, fro2)):
+            cases = ((G, 0, None), (Plain(), 0, None), (G, r + 15, fro2), (Plain(), r + 15, None))
+            for src, extra, f2 in cases:
                 src = as_source(G) if src is G else src
                 for passes in (2, 3):
                     cert = power_certificate(
@@ -194,3 +197,60 @@ def test_the_issue_reproducer_is_certified_at_one_pass():
         cert = res.info["certificate"]
         assert res.info["reliable"] is True
         assert s[10] <= cert["deflated_upper"] <= 2.5 * s[10]
+
+
+def small_sweep(operators=False):
+    """rsvd and block_krylov, at their defaults and with too little effort, on the five hard
+    families, two seeds (the second as a LinearOperator with ``operators``) and two ranks:
+    ``(wrong, s_r / s_(r+1), reliable)`` per answer."""
+    out = []
+    settings = [
+        ("rsvd", {}),
+        ("rsvd", {"n_oversamples": 2, "n_iter": 0}),
+        ("block_krylov", {}),
+        ("block_krylov", {"n_oversamples": 2, "n_iter": 1}),
+    ]
+    for kind in HARD:
+        for seed in (0, 1):
+            G = hard(kind, seed)
+            U0, s0, Vt0 = np.linalg.svd(G, full_matrices=False)
+            # the second seed as an operator: ||G||_F unknown, as for a lazy source
+            source = aslinearoperator(G) if seed and operators else G
+            for r in (3, 6):
+                for method, opts in settings:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        res = solvers.svd(source, r, method=method, random_state=seed, **opts)
+                    sv = float(np.max(np.abs(res.s - s0[:r])) / s0[0])
+                    sin = max(_sin(U0[:, :r], res.U), _sin(Vt0[:r].T, res.V))
+                    out.append((sv > 0.1 or sin > 0.1, s0[r - 1] / s0[r], res.info["reliable"]))
+    return out
+
+
+def _rates(answers):
+    wrong = [a for a in answers if a[0]]
+    right = [a for a in answers if not a[0]]
+    gapped = [a for a in right if a[1] >= 1.5]
+    alarms = sum(a[2] is not True for a in right)
+    return wrong, right, gapped, alarms, sum(a[2] is not True for a in gapped)
+
+
+def test_false_alarms_on_a_fixed_small_sweep():
+    """Issue 32's targets on a fixed sweep of arrays (||G||_F known): no wrong answer says
+    reliable=True, and the false alarms (right answers not certified) are at most 10% where
+    s_r / s_(r+1) >= 1.5 and at most 30% overall (measured: 14 of 53 and 1 of 18)."""
+    wrong, right, gapped, alarms, alarms_gapped = _rates(small_sweep())
+    assert len(wrong) >= 20 and len(gapped) >= 15  # the sweep has both kinds, and gaps
+    assert not any(a[2] is True for a in wrong)
+    assert alarms_gapped <= 0.10 * len(gapped)
+    assert alarms <= 0.30 * len(right)
+
+
+def test_false_alarms_without_the_frobenius_norm():
+    """Half the sweep as operators (no ||G||_F: the power-probe chains alone bound the norm
+    outside the answer, at failure 1e-6): still no wrong answer certified; the false alarms
+    are higher (measured 23 of 53 and 4 of 18; at failure 1e-2 they would be 14 and 1)."""
+    wrong, right, gapped, alarms, alarms_gapped = _rates(small_sweep(operators=True))
+    assert not any(a[2] is True for a in wrong)
+    assert alarms_gapped <= 0.25 * len(gapped)
+    assert alarms <= 0.45 * len(right)

@@ -536,5 +536,5 @@ def test_result_repr_is_short():
     assert len(text) < 200 and "\n" not in text
     assert text.startswith("SVDResult(U=(400, 30), s=[")
     assert f"{res.s[0]:.5g}" in text and ", ...]" in text
-    # 10 passes of the solve and 1 of its certificate
-    assert "method='rsvd'" in text and "n_passes=11" in text and "effort=10" in text
+    # 10 passes of the solve and 2 of its certificate
+    assert "method='rsvd'" in text and "n_passes=12" in text and "effort=10" in text

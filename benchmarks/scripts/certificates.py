@@ -529,6 +529,39 @@ def at_scale(n, budget=None):
     return out
 
 
+def _rounded(x):
+    if isinstance(x, float):
+        return float(f"{x:.4g}") if np.isfinite(x) else str(x)
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_rounded(v) for v in x]
+    return x
+
+
+def dump(head, rows, runs):
+    """The record as JSON: the summary indented, then each list of records as ``columns``
+    (the keys) and one line per record (4 significant digits)."""
+    text = json.dumps(_rounded(head), indent=1, default=float)[:-2]
+    for key, items in (("answers", rows), ("estimate_runs", runs)):
+        columns = list(dict.fromkeys(k for r in items for k in r))
+        lines = ",\n".join(
+            json.dumps(_rounded([r.get(c) for c in columns]), default=float) for r in items
+        )
+        text += f',\n "{key}": {{"columns": {json.dumps(columns)}, "rows": [\n{lines}\n ]}}'
+    return text + "\n}\n"
+
+
+def load(path):
+    """A record of :func:`dump` (or an older one, answers as dicts) with its lists as dicts."""
+    data = json.loads(Path(path).read_text())
+    for key in ("answers", "estimate_runs"):
+        block = data.get(key)
+        if isinstance(block, dict):
+            data[key] = [dict(zip(block["columns"], r, strict=True)) for r in block["rows"]]
+    return data
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 seeds")
@@ -586,18 +619,7 @@ def main(argv=None):
     name = "grown" if args.grown else "certificates"
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{name}.json").write_text(
-        json.dumps(
-            {
-                "meta": meta,
-                "table": table,
-                "gap_bins": bins,
-                "estimate": est,
-                "answers": rows,
-                "estimate_runs": runs,
-            },
-            indent=1,
-            default=float,
-        )
+        dump({"meta": meta, "table": table, "gap_bins": bins, "estimate": est}, rows, runs)
     )
     text = markdown(table, None if args.grown else est, meta, bins)
     (OUT / f"{name}.md").write_text(text)
