@@ -164,10 +164,8 @@ def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
 
     ===================  =====================================================
     tsvd                 one per ARPACK/PROPACK/LOBPCG product (often hundreds)
-    rsvd                 ``2 n_iter + 2``, plus ``check_passes`` (default 2) for the
-                         certificate
-    block_krylov         ``2 n_iter + 2`` (the same as rsvd at equal ``n_iter``), plus
-                         ``check_passes`` (default 2)
+    rsvd                 ``2 n_iter + 2``
+    block_krylov         ``2 n_iter + 2`` (the same as rsvd at equal ``n_iter``)
     generalized_nystrom  1 through ``sketch`` (the adapters' sketch makes two products,
                          counted as one pass: a lazy source's reads G once), else 2
     sym_nystrom          ``2 + n M / (N M)``: 2 products and n rows

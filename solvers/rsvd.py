@@ -284,7 +284,7 @@ def rsvd(
     ``info["certificate"]["failed"]`` is ``["uncertified"]`` (no evidence against it; the
     driver's stops then judge it by their own measure). On the issue-32 sweep
     (``benchmarks/recorded/certificates/grown.md``) no wrong answer was certified; of the
-    right ones with ``s_r / s_(r+1) >= 1.5``, 4.5% were not (rsvd and block_krylov).
+    right ones with ``s_r / s_(r+1) >= 1.5``, 2.4% were not (rsvd and block_krylov).
 
     References
     ----------
