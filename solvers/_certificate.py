@@ -247,18 +247,27 @@ def _orth_against(Q, X, drop=1e-6, deflated=False):
 
 
 def _orth_coefficients(W, drop=1e-4):
-    """``T`` with ``W T`` orthonormal (to about ``eps / drop^2``): from the eigenvectors of
-    the scaled Gram matrix, directions below ``drop`` times the largest singular value left
-    out. ``G (W T) = (G W) T`` then gives interlacing lower bounds from a product with the
-    raw ``W`` (a narrower basis only weakens them)."""
+    """``T`` with ``W T`` orthonormal to rounding (``||T^T W^T W T - I||`` about ``N eps``).
+
+    From the eigenvectors of the scaled Gram matrix, directions below ``drop`` times the
+    largest singular value left out (orthonormal to about ``sqrt(N) eps / drop^2``), then
+    one Cholesky QR step on ``W T``. ``G (W T) = (G W) T`` then gives interlacing lower bounds
+    and the Frobenius split from a product with the raw ``W`` (a narrower basis only weakens
+    them; an empty one, where the Cholesky factor fails, too)."""
     if W.shape[1] == 0 or not np.all(np.isfinite(W)):
-        return W[:0, :0]
+        return np.zeros((W.shape[1], 0))
     Gram, scale, _ = _gram(W)
     if Gram is None:
         return np.zeros((W.shape[1], 0))
     lam, E = linalg.eigh(Gram, check_finite=False)
     keep = lam > lam[-1] * drop**2
-    return E[:, keep] / (np.sqrt(lam[keep]) * scale)
+    T = E[:, keep] / (np.sqrt(lam[keep]) * scale)
+    Q = W @ T
+    try:
+        R = linalg.cholesky(Q.T @ Q, lower=False, check_finite=False)
+    except linalg.LinAlgError:  # not seen; an empty basis only weakens the bounds
+        return np.zeros((W.shape[1], 0))
+    return linalg.solve_triangular(R, T.T, trans="T", check_finite=False).T
 
 
 def _top_sv(X):
