@@ -74,8 +74,9 @@ failure probability (``upper_failure``):
   rank-one ``D`` attains them). Hence, for every ``j`` at once, ``||D|| <= (||W_j||_2 /
   c)^(1/j)`` and ``<= (max_i ||W_j e_i|| / c')^(1/j)``, failing with probability at most
   ``PROBE_FAILURE`` (1e-6) in all (half each; two chains, from both sides, share it). The
-  constant (``1 / c' = 1.48`` at ``t = 20`` and 1e-6, the issue's ``f``) and the stable-rank
-  inflation sit under the ``j``-th root: on the issue-32 cluster problem 2.1x the true
+  constant (``1 / c' = 1.48`` at ``t = 20`` and 1e-6, the issue's ``f``; 1.54 at the 5e-7
+  each kind gets) and the stable-rank inflation sit under the ``j``-th root: on the
+  issue-32 cluster problem 2.1x the true
   ``||D||`` at ``j = 2``, 1.6x at ``j = 3``, 1.4x at ``j = 4``. ``rsvd`` and
   ``block_krylov`` draw ``W`` in their last pass (``G^T [Q, W]``; :func:`fused_probes`),
   so the chain starts one product ahead at the price of ``t`` columns: one check pass
