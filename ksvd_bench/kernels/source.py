@@ -13,7 +13,14 @@ from solvers import check_choice, check_index  # solvers imports nothing from ks
 from . import _numba as nb
 from ._operands import check_operand, check_product
 from ._ordered import ordered_dot, ordered_sum_squares
-from ._params import EXP_KERNELS, check_gamma, check_kernel, paper_gamma
+from ._params import (
+    EXP_KERNELS,
+    check_gamma,
+    check_kernel,
+    paper_gamma,
+    softmax_gamma,
+    structured_kernel_error,
+)
 from .backends import backend_class, check_device
 from .backends.base import CODES, Params
 from .compat import compat_data, resolve_compat
@@ -26,9 +33,8 @@ from .matrix import (
     check_finite_kernel,
     check_point_pair,
     kernel_matrix,
-    scale_for_bandwidth,
+    prepare_points,
     squared_norms,
-    translate_to_mean,
 )
 
 __all__ = ["ksvd_kernel", "KernelSource", "FROBENIUS_RTOL"]
@@ -59,6 +65,9 @@ def _resolve_gamma(A, kernel, gamma, bandwidth_factor):
         raise ValueError(f"bandwidth_factor must be finite and > 0, got {bandwidth_factor}")
     if kernel not in _KIND:
         return None if gamma is None else check_gamma(gamma)
+    if gamma is None and kernel == "softmax":
+        # every compat map gives points of dimension min(N, M) (compat_data)
+        return softmax_gamma(min(A.shape), bandwidth_factor)
     if gamma is None:
         return paper_gamma(A, bandwidth_factor)
     return check_gamma(gamma)
@@ -89,13 +98,15 @@ def ksvd_kernel(
     ----------
     A : array-like or scipy sparse matrix of shape (N, M)
         Data; row data ``x_i = A[i, :]``, column data ``z_j = A[:, j]``.
-    kernel : {"sne", "rbf", "t", "linear", "poly"}, default="sne"
+    kernel : {"sne", "rbf", "t", "linear", "poly", "softmax"}, default="sne"
         See :func:`kernel_matrix`.
     gamma : float, default=None
         Bandwidth; None uses the paper's rule ``bandwidth_factor * sqrt(M * var(A))``
-        (:func:`paper_gamma`). Ignored by "linear" and "poly".
+        (:func:`paper_gamma`); softmax's temperature, None giving ``bandwidth_factor *
+        sqrt(d)`` with ``d = min(N, M)`` the dimension of the mapped points. Ignored by
+        "linear" and "poly".
     bandwidth_factor : float, default=1.0
-        Factor of the paper's rule when ``gamma`` is None.
+        Factor of the default rule when ``gamma`` is None.
     compat : {"auto", "pinv", "pca", "random", None}, default="auto"
         Compatibility map between row and column data (:func:`compat_data`).
     center : bool, default=True
@@ -382,6 +393,8 @@ class KernelSource:
         compat_ok = compat is None or (isinstance(compat, str) and compat == "auto")
         applies = sp.issparse(A) and square and kernel_ok and compat_ok
         if not applies:
+            if structured is True and not kernel_ok:
+                raise structured_kernel_error(kernel)
             if structured is True:
                 raise ValueError(
                     "structured=True needs a sparse square A, kernel 'sne' or 'rbf' and "
@@ -597,10 +610,9 @@ class KernelSource:
         self.n_features = X.shape[1]
         inv_g2 = 0.0
         if kernel in _KIND:
-            # distances do not change, their float32 rounding does (see translate_to_mean)
-            X, Z = translate_to_mean(X, Z)
+            # translated (distances do not change, their float32 rounding does) and scaled;
             # the tiles work in the storage dtype: float32 keeps 1 / gamma^2 in its range
-            X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma, self.dtype, self.dtype)
+            X, Z, inv_g2 = prepare_points(X, Z, kernel, gamma, self.dtype, self.dtype)
         params = Params(CODES[kernel], float(inv_g2), float(coef0), float(degree))
         self._inv_g2 = float(inv_g2)
         X, Z = self._cast(X), self._cast(Z)
@@ -644,7 +656,7 @@ class KernelSource:
     # ----------------------------------------------------------------- internals
     @property
     def _normalised(self):
-        return self.kernel in ("sne", "t")
+        return self.kernel in ("sne", "t", "softmax")
 
     def setup_pending(self):
         """True while a ``setup="lazy"`` source has not run its set-up pass.
