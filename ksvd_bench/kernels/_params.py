@@ -64,8 +64,24 @@ def check_gamma(gamma):
 def softmax_gamma(n_features, factor=1.0):
     """The default softmax temperature, ``factor * sqrt(d)`` (scaled dot-product attention).
 
-    ``d`` is the dimension of the points (the queries' and keys' width): with entries of
-    unit variance, ``x . z / sqrt(d)`` has unit variance whatever ``d``.
+    With entries of unit variance, the logits ``x . z / sqrt(d)`` have unit variance
+    whatever ``d``.
+
+    Parameters
+    ----------
+    n_features : int
+        The dimension ``d`` of the points (the queries' and keys' width).
+    factor : float, default=1.0
+        Multiplier (> 0), as ``bandwidth_factor`` multiplies the paper's bandwidth rule.
+
+    Returns
+    -------
+    gamma : float
+
+    Examples
+    --------
+    >>> softmax_gamma(64)
+    8.0
     """
     return check_gamma(factor) * float(np.sqrt(n_features))
 
