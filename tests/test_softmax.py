@@ -285,3 +285,31 @@ def test_race_problems_default_to_sqrt_d():
     P = problem_from_data(A, name="a", kernel="softmax", compat="pca", center=False)
     assert P.gamma == 4.0
     _close(P.G, formula(*compat_data(A, "pca"), 4.0))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("factor", [1e150, 1e-150])
+def test_extreme_magnitudes_stay_finite(sparse, factor):
+    """Softmax depends on x.z / gamma only: points times f and gamma times f^2 give the same
+    G, though x.z itself would overflow (1e300 * 1e300) or underflow to 0 unscaled."""
+    X, Z = _points(12, 9, d=4, seed=14)
+    Xs, Zs = X * factor, Z * factor
+    if sparse:
+        Xs, Zs = sp.csr_matrix(Xs), sp.csr_matrix(Zs)
+    G = kernel_matrix(Xs, Zs, "softmax", gamma=1.3 * factor * factor)
+    _close(G, formula(X, Z, 1.3))
+    S = KernelSource.from_points(Xs, Zs, "softmax", gamma=1.3 * factor * factor, center=True)
+    _close(S.dense(), centred(formula(X, Z, 1.3)))
+
+
+def test_float32_points_whose_cross_products_overflow_float32():
+    """float32 points of 1e20: x.z (about 1e40) is beyond float32, so the source scales
+    them by a power of two first (as for SNE), and G stays right to float32 accuracy."""
+    X, Z = _points(20, 30, d=4, seed=15)
+    X32, Z32 = (X * 1e20).astype(np.float32), (Z * 1e20).astype(np.float32)
+    with np.errstate(over="ignore"):
+        assert not np.all(np.isfinite(X32 @ Z32.T))
+    S = KernelSource.from_points(X32, Z32, "softmax", gamma=1.3e40, dtype=np.float32)
+    G = formula(X32.astype(np.float64) / 1e20, Z32.astype(np.float64) / 1e20, 1.3)
+    _close(S.dense(), G, tol=1e-5)
+    _close(kernel_matrix(X32, Z32, "softmax", gamma=1.3e40), G, tol=1e-5)
