@@ -318,20 +318,23 @@ class KernelSource:
     arrays never change G. For the distance kernels two dense point sets are stored
     translated by their common mean: distances do not change, and float32 points far from
     the origin keep their accuracy (points at ``100 + N(0, 1)``, d = 64, ``gamma^2 = 128``:
-    1e-6 relative, 3e-3 without). A "linear" or "poly" kernel whose analytic norm bound
-    overflows (below) is refused at construction; a product that overflows because of its
-    operand raises ``ValueError`` naming the operand, and a complex operand ``TypeError``.
+    1e-6 relative, 3e-3 without); for softmax only the keys ``Z`` are, by their own mean (a
+    constant per row, which the normalisation removes). A "linear" or "poly" kernel whose
+    analytic norm bound overflows (below) is refused at construction; a product that
+    overflows because of its operand raises ``ValueError`` naming the operand, and a complex
+    operand ``TypeError``.
 
-    *Set-up pass.* SNE and t rows need their shift (SNE: the smallest distance, for a stable
-    ``exp``) and normaliser: one streaming pass computes them, with the row sums of squares.
-    Centring needs the row, column and grand means of the normalised kernel: one more pass
-    (or the only one, for rbf, linear and poly). It also gives ``||H G H||_F^2 = sum G^2 -
+    *Set-up pass.* SNE, t and softmax rows need their shift (SNE: the smallest distance,
+    softmax: minus the largest cross product, for a stable ``exp``) and normaliser: one
+    streaming pass computes them, with the row sums of squares. Centring needs the row,
+    column and grand means of the normalised kernel: one more pass (or the only one, for
+    rbf, linear and poly). It also gives ``||H G H||_F^2 = sum G^2 -
     M sum r_i^2 - N sum c_j^2 + N M g^2`` for :meth:`norm_bound`. Centring is then applied
     algebraically to products, ``(G - r 1^T - 1 c^T + g 1 1^T) V = G V - (r - g) (1^T V)
     - 1 (c^T V)``, and entry by entry to blocks.
 
-    *Extreme scales.* Exp and t kernels rescale the points by a power of two when their
-    magnitude or ``gamma`` is extreme (exact), so ``|x|^2`` and ``1/gamma^2`` cannot
+    *Extreme scales.* Exp, t and softmax kernels rescale the points by a power of two when
+    their magnitude or ``gamma`` is extreme (exact), so ``|x|^2`` and ``1/gamma^2`` cannot
     overflow; a ``gamma`` too small for any float64 kernel raises ``ValueError``. A linear
     or poly kernel whose norm bound (:meth:`norm_bound`, computed in logs) overflows raises
     ``ValueError`` at construction.
@@ -481,8 +484,8 @@ class KernelSource:
     ):
         """Lazy kernel matrix of two point sets, ``G_ij = k(x_i, z_j)``.
 
-        Equal to ``kernel_matrix(X, Z, kernel, ...)`` to rounding (SNE and t rows are
-        normalised over all of ``Z``), without ever storing it.
+        Equal to ``kernel_matrix(X, Z, kernel, ...)`` to rounding (SNE, t and softmax rows
+        are normalised over all of ``Z``), without ever storing it.
 
         Parameters
         ----------
@@ -490,10 +493,11 @@ class KernelSource:
             Row points ``x_i``; sparse input stays sparse.
         Z : array-like or scipy sparse matrix of shape (M, d)
             Column points ``z_j``.
-        kernel : {"sne", "rbf", "t", "linear", "poly"}, default="sne"
+        kernel : {"sne", "rbf", "t", "linear", "poly", "softmax"}, default="sne"
             See :func:`kernel_matrix`.
         gamma : float
-            Bandwidth (> 0); required for "sne", "rbf" and "t", ignored by the others.
+            Bandwidth (> 0); required for "sne", "rbf" and "t"; softmax's temperature,
+            default ``sqrt(d)``; ignored by the others.
         center : bool, default=False
             Double-centre G, ``H_N G H_M`` (as ``kernel_matrix(..., center=True)``).
         degree, coef0 : float
@@ -510,7 +514,7 @@ class KernelSource:
         device : {"cpu", "cuda"}, default="cpu"
             Where the tile passes run (see :class:`KernelSource`).
         setup : {"eager", "lazy"}, default="eager"
-            When the set-up pass (SNE/t normalisers, centring means, sum of squares: one
+            When the set-up pass (SNE/t/softmax normalisers, centring means, sum of squares: one
             whole pass over G) runs: now, or the first time a member needs it. "lazy" lets
             a caller that needs only the points (``sampling="rpcholesky"``, through
             :meth:`joint_psd`) skip it; in process only (not with ``client``).
@@ -705,7 +709,7 @@ class KernelSource:
         Returns
         -------
         dict
-            ``"rows"``: ``(a, b)``; ``"shift"``, ``"scale"``: per-row SNE/t shift and
+            ``"rows"``: ``(a, b)``; ``"shift"``, ``"scale"``: per-row SNE/t/softmax shift and
             normaliser, shape (b - a,) (0 and 1 for other kernels); ``"rowsum"``: row sums
             of the normalised kernel (b - a,) or None when not centring; ``"colsum"``: this
             range's column sums (M,) or None; ``"sumsq"``: this range's sum of squares of the
@@ -892,7 +896,7 @@ class KernelSource:
         |c|)^p)`` for poly (Cauchy-Schwarz). Centring never raises the norm (``H`` is a
         projection), so an uncentred bound also bounds ``H G H``. A ``setup="lazy"`` source
         whose set-up pass has not run yet answers from the kernel alone and does not run it
-        (``sqrt(N)`` for sne and t: their rows are probability vectors, so ``||G||_2 <=
+        (``sqrt(N)`` for sne, t and softmax: their rows are probability vectors, so ``||G||_2 <=
         sqrt(||G||_1 ||G||_inf) <= sqrt(N)``).
         """
         n, m = self.shape
@@ -927,7 +931,7 @@ class KernelSource:
     def frobenius_norm(self):
         """``||G||_F`` of the (normalised, centred) G, exact to rounding, or None (unknown).
 
-        Uncentred SNE and t: from the sum of squares of the set-up pass (free). Centred
+        Uncentred SNE, t and softmax: from the sum of squares of the set-up pass (free). Centred
         kernels: from one pass over G that centres each entry, ``G_ij - r_i - c_j + g``,
         before squaring it (:meth:`_centred_sum_of_squares`: float64, compensated), made on
         the first call and counted in ``n_passes``; later calls are free. The sum of squares
@@ -1039,7 +1043,7 @@ class KernelSource:
         if self.kernel in ("linear", "poly"):
             return float(np.exp(self._log_bound))  # finite: checked at construction
         if self._normalised:
-            return float(np.sqrt(n))  # sne, t: row-stochastic (see norm_bound)
+            return float(np.sqrt(n))  # sne, t, softmax: row-stochastic (see norm_bound)
         return float(np.sqrt(n) * np.sqrt(m))  # rbf: entries in [0, 1]
 
     def joint_psd(self):
