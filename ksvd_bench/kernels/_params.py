@@ -14,8 +14,6 @@ from ._sparse_structure import checked_csr
 KERNELS = ("sne", "rbf", "t", "linear", "poly", "softmax")
 #: kernels whose matrix is exp(-|x - z|^2 / gamma^2) up to row/column scalings
 EXP_KERNELS = ("sne", "rbf")
-#: kernels with a parameter gamma: the distance kernels' bandwidth, softmax's temperature
-GAMMA_KERNELS = ("sne", "rbf", "t", "softmax")
 #: the compatibility maps of the paper's Algorithm 2 (a0, a1, a2) and the square case
 COMPATS = ("pinv", "pca", "random", None)
 
