@@ -343,6 +343,7 @@ def format_roofline(result):
 def add_parser(subparsers):
     """Add ``roofline`` to an argparse ``subparsers``; it sets ``func`` and ``check``."""
     from ksvd_bench._cliargs import int_list, nonnegative_float, out_dir, positive_int
+    from ksvd_bench.kernels._params import KERNELS
 
     p = subparsers.add_parser(
         "roofline",
@@ -365,7 +366,7 @@ def add_parser(subparsers):
     )
     p.add_argument(
         "--kernel",
-        choices=("rbf", "sne", "t", "linear", "poly"),
+        choices=KERNELS,
         default="rbf",
         help="the source's kernel (default: %(default)s)",
     )

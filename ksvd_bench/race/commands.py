@@ -21,7 +21,7 @@ from ksvd_bench._cliargs import (
     positive_int,
     print_result,
 )
-from ksvd_bench.kernels._params import KERNELS
+from ksvd_bench.kernels._params import EXP_KERNELS, KERNELS
 from ksvd_bench.race.paper_runtime import (
     DEFAULT_KERNEL,
     DEFAULT_RANK,
@@ -234,7 +234,7 @@ def add_residual_study(sub):
     r.add_argument(
         "--kernel",
         default="sne",
-        choices=("sne", "rbf"),
+        choices=EXP_KERNELS,
         help="kernel; the study runs on the exact structured operator, which "
         "exists for these two (default: %(default)s)",
     )

@@ -435,7 +435,8 @@ def problem_from_data(
         Label of the problem in tables and files.
     kernel : str, default="sne"
     gamma : float, optional
-        Bandwidth; default the paper's rule with ``bandwidth_factor``.
+        Bandwidth; default the paper's rule with ``bandwidth_factor`` (softmax: its
+        temperature, default ``bandwidth_factor * sqrt(min(N, M))``).
     bandwidth_factor : float, default=1.0
     compat : str or None, default=None
         Compatibility map (required when N != M).
@@ -447,7 +448,7 @@ def problem_from_data(
     -------
     Problem
     """
-    from ksvd_bench.kernels import ksvd_kernel, paper_gamma
+    from ksvd_bench.kernels import ksvd_kernel, paper_gamma, softmax_gamma
 
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
         raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
@@ -455,6 +456,8 @@ def problem_from_data(
     factor = float(bandwidth_factor)
     if gamma is None and kernel in ("sne", "rbf", "t"):
         gamma = paper_gamma(A, factor)
+    elif gamma is None and kernel == "softmax":
+        gamma = softmax_gamma(min(A.shape), factor)  # the mapped points' dimension
     _warm_up(A, kernel, gamma, compat, center, seed)
 
     def build(data):
@@ -631,7 +634,8 @@ def problem_from_points(
         Label of the problem in tables and files.
     kernel : str, default="sne"
     gamma : float, optional
-        Bandwidth; default :func:`points_gamma` with ``bandwidth_factor``.
+        Bandwidth; default :func:`points_gamma` with ``bandwidth_factor`` (softmax: its
+        temperature, default ``bandwidth_factor * sqrt(d)``).
     bandwidth_factor : float, default=1.0
     center : bool, default=False
         Double-centre G.
@@ -657,13 +661,15 @@ def problem_from_points(
         Points not 2-d, empty, complex, non-finite, or X and Z of different dimensions; a
         non-positive memory limit. The message names the problem.
     """
-    from ksvd_bench.kernels import KernelSource, kernel_matrix
+    from ksvd_bench.kernels import KernelSource, kernel_matrix, softmax_gamma
 
     seed = _check_seed(random_state)
     limit = _check_memory_limit(memory_limit)
     X, Z = _check_points(X, X if Z is None else Z, name)
     if gamma is None and kernel in ("sne", "rbf", "t"):
         gamma = points_gamma(X, Z, float(bandwidth_factor))
+    elif gamma is None and kernel == "softmax":
+        gamma = softmax_gamma(X.shape[1], float(bandwidth_factor))
     gamma = None if gamma is None else float(gamma)
     n, m = X.shape[0], Z.shape[0]
     params = {
