@@ -39,3 +39,18 @@ html_theme = "alabaster"
 html_title = f"ksvd-bench {release}"
 html_static_path = []
 html_show_sphinx = False  # no footer links: the pages stay offline-clean
+
+
+#: Where a page asks for the solver table, the registry writes it (one fact, one place).
+SOLVER_TABLE = "<!-- solver-table -->"
+
+
+def _solver_table(app, docname, source):
+    if SOLVER_TABLE in source[0]:
+        from solvers.registry import solver_table
+
+        source[0] = source[0].replace(SOLVER_TABLE, solver_table())
+
+
+def setup(app):
+    app.connect("source-read", _solver_table)

@@ -18,18 +18,19 @@ Each sub-command lives in a module with an ``add_*`` / ``add_parser(subparsers)`
 listing its function in :func:`_subcommands`. A leaf parser sets ``func`` (the work) and may
 set ``check(args, parser)``, which :func:`main` calls after parsing and before any work, so
 that a bad combination of flags or an unwritable ``--out`` is reported at once (exit status 2,
-the sub-command's usage). :func:`main` also sets ``args.command_line``, the command as typed,
-which the records keep as the command that regenerates them. Shared argument types and the
-one default-thread rule: :mod:`ksvd_bench.cliargs`. This layer may import the studies; they
-never import it.
+the error on the first line, then a pointer to the sub-command's ``--help``). :func:`main`
+also sets ``args.command_line``, the command as typed, which the records keep as the command
+that regenerates them, and ``args.given``, the ``dest`` of each flag typed. Shared argument
+types and the one default-thread rule: :mod:`ksvd_bench.cliargs`. This layer may import the
+studies; they never import it.
 """
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 
+from ksvd_bench.cliargs import Parser, given_dests
 from ksvd_bench.threads import quiet_blas_spin
 
 __all__ = ["build_parser", "main"]
@@ -58,7 +59,7 @@ def _subcommands():
 
 def build_parser():
     """The argparse parser of ``ksvd-bench`` (all sub-commands)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ksvd-bench",
         description="Asymmetric-kernel SVD (KSVD) solvers: benchmark and paper reproduction.",
     )
@@ -87,9 +88,13 @@ def main(argv=None):
     quiet_blas_spin()
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the sub-command, whose --help lists what it takes
+        getattr(args, "parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     # the command as typed, for the records that say how to regenerate them
     args.command_line = shlex.join(["ksvd-bench", *argv])
+    # the flags typed (a default reads the same as a typed value after parsing)
+    args.given = given_dests(getattr(args, "parser", parser), argv)
     check = getattr(args, "check", None)
     if check is not None:
         check(args, getattr(args, "parser", parser))

@@ -23,7 +23,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 import solvers
 from ksvd_bench.kernels import KernelSource, compat_maps, kernel_matrix
-from ksvd_bench.kernels.params import COMPATS, KERNELS, check_gamma, paper_gamma
+from ksvd_bench.kernels.params import (
+    COMPATS,
+    KERNELS,
+    check_gamma,
+    paper_gamma,
+    softmax_gamma,
+)
 from solvers import SVDResult, check_random_state, fix_signs  # random_state: None, int, Generator
 
 __all__ = ["KSVD"]
@@ -87,14 +93,17 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     ----------
     n_components : int
         Number of singular triplets r to compute.
-    kernel : {"sne", "rbf", "t", "linear", "poly"}, default="sne"
+    kernel : {"sne", "rbf", "t", "linear", "poly", "softmax"}, default="sne"
         Kernel between row data and column data (see :func:`ksvd_bench.kernels.kernel_matrix`).
-        ``"sne"`` and ``"t"`` are row-normalised and therefore asymmetric even for square data.
+        ``"sne"``, ``"t"`` and ``"softmax"`` are row-normalised and therefore asymmetric even
+        for square data.
     gamma : float, optional
         Bandwidth: ``exp(-|x - z|^2 / gamma^2)``. Default: the paper's rule
-        ``bandwidth_factor * sqrt(M * var(A))``. Ignored by ``"linear"`` and ``"poly"``.
+        ``bandwidth_factor * sqrt(M * var(A))``. For ``"softmax"``, ``exp(x . z / gamma)``,
+        the temperature: default ``bandwidth_factor * sqrt(d)``, ``d = min(N, M)`` the
+        dimension of the mapped data. Ignored by ``"linear"`` and ``"poly"``.
     bandwidth_factor : float, default=1.0
-        Multiplier of the paper's bandwidth rule, used only when ``gamma`` is None.
+        Multiplier of the default rule, used only when ``gamma`` is None.
     compat : {"auto", "pinv", "pca", "random", None}, default="auto"
         Compatibility map making rows and columns comparable when ``A`` is not square (the
         paper's a0 = ``"pinv"``, a1 = ``"pca"``, a2 = ``"random"``); ``"auto"`` is None for
@@ -282,6 +291,9 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             gamma = None
         elif self.gamma is not None:
             gamma = check_gamma(self.gamma)
+        elif self.kernel == "softmax":
+            # every compat map gives points of dimension min(N, M)
+            gamma = softmax_gamma(min(n_rows, n_cols), self.bandwidth_factor)
         else:
             gamma = paper_gamma(A, self.bandwidth_factor)
         # one seed drawn for the compatibility map, so that the solve and the stored column data

@@ -12,6 +12,7 @@ from ksvd_bench.cliargs import (
     positive_int,
     print_result,
 )
+from ksvd_bench.kernels.params import KERNELS
 from ksvd_bench.report import write_json
 from ksvd_bench.roofline import SETTLE_S, format_roofline, roofline
 from ksvd_bench.threads import max_threads
@@ -42,7 +43,7 @@ def add_parser(subparsers):
     )
     p.add_argument(
         "--kernel",
-        choices=("rbf", "sne", "t", "linear", "poly"),
+        choices=KERNELS,
         default="rbf",
         help="the source's kernel (default: %(default)s)",
     )

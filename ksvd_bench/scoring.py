@@ -21,6 +21,7 @@ measures eta, low-rank and subspace error. :func:`recording_warnings` and
 from __future__ import annotations
 
 import math
+import textwrap
 import warnings
 from dataclasses import dataclass, field
 
@@ -68,8 +69,22 @@ __all__ = [
 #: * ``"not converged"``: anything else (the stop did not fire, or a check failed).
 STATUSES = ("converged", "not converged", "unreliable", "stopped early, wrong")
 
-#: longest warning message kept (a message quoting an array can be huge)
-MAX_MESSAGE = 400
+#: longest warning message kept (a message quoting an array can be huge); the solvers' own
+#: certificate warnings, about 450 characters with their advice, are kept whole
+MAX_MESSAGE = 1000
+
+
+def clip_message(text, width=MAX_MESSAGE):
+    """``text`` on one line (runs of white space made one space), at most ``width``
+    characters, cut at a word boundary and marked ``...`` where it is shortened (a cut
+    mid-word read as a different word: "or use").
+
+    Examples
+    --------
+    >>> clip_message("the answer cannot be trusted; to fix, raise n_iter or use rsvd", 40)
+    'the answer cannot be trusted; to fix, ...'
+    """
+    return textwrap.shorten(str(text), width=width, placeholder=" ...")
 
 
 class recording_warnings(warnings.catch_warnings):  # noqa: N801 (a context manager)
@@ -100,7 +115,7 @@ def accepted(info):
 def warning_fields(caught, info):
     """``n_warnings``, ``warnings`` (deduplicated messages) and ``reliable`` of one solve
     (:func:`accepted`)."""
-    messages = list(dict.fromkeys(str(w.message)[:MAX_MESSAGE] for w in caught))
+    messages = list(dict.fromkeys(clip_message(w.message) for w in caught))
     return {"n_warnings": len(caught), "warnings": messages, "reliable": accepted(info)}
 
 

@@ -53,19 +53,23 @@ from ._source import (
 from .generalized_nystrom import generalized_nystrom
 from .krylov import block_krylov
 from .nystrom import asym_nystrom, sym_nystrom
-from .rsvd import randomized_range_finder, rsvd
-from .tsvd import tsvd
-from .validation import (
+from .registry import (
     METHODS,
     OPTIONS,
-    check_choice,
+    SOLVERS,
+    SolverSpec,
     check_method_options,
-    check_random_state,
+    options_summary,
 )
+from .rsvd import randomized_range_finder, rsvd
+from .tsvd import tsvd
+from .validation import check_choice, check_random_state
 
 __all__ = [
     "METHODS",
     "OPTIONS",
+    "SOLVERS",
+    "SolverSpec",
     "SVDResult",
     "svd",
     "tsvd",
@@ -100,15 +104,6 @@ __all__ = [
     "truncation_error",
 ]
 
-_FUNCTIONS = {
-    "tsvd": tsvd,
-    "rsvd": rsvd,
-    "block_krylov": block_krylov,
-    "generalized_nystrom": generalized_nystrom,
-    "sym_nystrom": sym_nystrom,
-    "asym_nystrom": asym_nystrom,
-}
-
 
 def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
     """Top ``rank`` singular triplets of ``G`` by the chosen method.
@@ -123,23 +118,15 @@ def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
         each twice, or :func:`scipy.sparse.linalg.svds`.
     rank : int
         Number of triplets, ``1 <= rank <= min(N, M)`` (and further limits per method).
-    method : {"tsvd", "rsvd", "block_krylov", "generalized_nystrom", "sym_nystrom", \
-"asym_nystrom"}
-        See :func:`tsvd`, :func:`rsvd`, :func:`block_krylov`, :func:`generalized_nystrom`,
-        :func:`sym_nystrom`, :func:`asym_nystrom`.
+    method : {%(methods)s}
+        See %(functions)s.
     random_state : None, int or numpy.random.Generator, default=None
         Turned into a Generator once; the same seed gives the same answer.
     **options
-        Options of the chosen method (``solvers.OPTIONS[method]`` lists them):
-        tsvd: ``backend``, ``tol``, ``maxiter``, ``ncv``;
-        rsvd: ``n_oversamples``, ``n_iter``, ``power_iteration_normalizer``;
-        block_krylov: ``n_oversamples``, ``n_iter``;
-        generalized_nystrom: ``n_oversamples``, ``left_factor``, ``rcond``;
-        sym_nystrom: ``n_samples`` (required), ``sampling`` ("uniform", "norm"),
-        ``orthogonalize``, ``core`` ("rank", "full");
-        asym_nystrom: ``n_samples`` (required unless ``col_indices``), ``n_rows``,
-        ``sampling`` ("uniform", "norm", "arp", "rpcholesky", "aca"), ``row_indices``,
-        ``col_indices``, ``orthogonalize``, ``core`` ("stable", "paper"), ``check_passes``.
+        Options of the chosen method, with their defaults (``solvers.SOLVERS[method]``
+        declares each solver; see the method's own page for what an option does):
+
+        %(options)s
 
     Returns
     -------
@@ -147,9 +134,9 @@ def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
         ``U`` (N x rank), ``s`` (rank,) descending, ``V`` (M x rank) and ``info``
         (``method``, ``effort``, ``n_matvec``, ``n_block_entries``, ``n_products``,
         ``n_passes``, ``seconds``, ``reliable`` and method-specific keys, ``entries_read``
-        for the Nyström methods; see :class:`SVDResult`). ``info["reliable"]`` is False
-        only when the method's own checks flag the answer, always with a
-        ``RuntimeWarning``.
+        for the Nyström methods; see :class:`SVDResult`). ``info["reliable"]`` is what
+        ``solvers.SOLVERS[method].certifies`` says: False always comes with a
+        ``RuntimeWarning``, and None means unknown (nothing was proved), never right.
 
     Raises
     ------
@@ -166,23 +153,19 @@ def svd(G, rank, *, method, random_state=None, **options) -> SVDResult:
     -----
     Cost in passes over G (``info["n_passes"]``) for a rank-r call:
 
-    ===================  =====================================================
-    tsvd                 one per ARPACK/PROPACK/LOBPCG product (often hundreds)
-    rsvd                 ``2 n_iter + 2``
-    block_krylov         ``2 n_iter + 2`` (the same as rsvd at equal ``n_iter``)
-    generalized_nystrom  1 through ``sketch`` (the adapters' sketch makes two products,
-                         counted as one pass: a lazy source's reads G once), else 2
-    sym_nystrom          ``2 + n M / (N M)``: 2 products and n rows
-    asym_nystrom         ``(n M + N m) / (N M)``, a fraction of one pass, plus
-                         ``check_passes`` (default 1) for the a-posteriori check unless
-                         a free bound certifies the values; ``sampling="arp"`` adds its
-                         sketch pass, ``"rpcholesky"`` reads ``(m + 1)(N + M)`` entries
-                         of its joint kernel instead of rows and columns
-    ===================  =====================================================
+    %(costs)s
 
     Norm sampling adds one pass (the squared norms are a function of every entry, whether
     the source computes them or streams its rows). ``info["entries_read"]`` of the Nyström
     methods is ``n_passes * N * M``.
     """
     method = check_method_options(method, options)  # names are case-insensitive
-    return _FUNCTIONS[method](G, rank, random_state=random_state, **options)
+    return SOLVERS[method].function(G, rank, random_state=random_state, **options)
+
+
+svd.__doc__ = svd.__doc__ % {
+    "methods": ", ".join(f'"{name}"' for name in SOLVERS),
+    "functions": ", ".join(f":func:`{name}`" for name in SOLVERS),
+    "options": options_summary(indent=" " * 8),
+    "costs": "\n    ".join(f"* {name}: {spec.cost}" for name, spec in SOLVERS.items()),
+}

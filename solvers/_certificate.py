@@ -23,8 +23,12 @@ block: ``sigma_1(P A Q) <= sigma_1(A)`` for orthogonal projectors ``P``, ``Q``.
 * :func:`power_certificate` (``check_passes`` passes; where the source has ``sketch``
   each pass is one call that multiplies both sides, ``G [V, X]`` and ``G^T [U, Y]``, else
   the passes alternate): block power iteration on ``D`` from ``b`` Gaussian starts per side
-  (``rank + CERT_EXTRA`` in :func:`certify`), fused with the inflation bounds (the same
-  products carry ``G V`` and ``G^T U``). Failure probability: let ``D`` have a
+  (``rank + CERT_EXTRA`` in :func:`certify` where ``||G||_F`` is known, else none) and on
+  the probe chains (``CHAIN_PROBES`` Gaussian starts per chain, see below), fused with the
+  inflation bounds (the same products carry ``G V`` and ``G^T U``). Each chain column's
+  ratio ``||D x|| / ||x||`` is the power method's estimate from that start, so the same
+  failure probability holds with ``b`` the chain's width and ``p`` its products. Failure
+  probability: let ``D`` have a
   singular value ``t`` above the threshold ``theta = (1 + MISS_SLACK) s_r``. After ``p``
   products the estimate is the power method's Rayleigh quotient of ``D^T D`` (or ``D D^T``)
   from each start, and by Kuczynski & Wozniakowski (1992, Thm. 3.1, in the form
@@ -56,18 +60,39 @@ to ``G`` against ``G - [[0, F], [E, 0]]``, whose top-r singular subspaces are ``
 max(||E||, ||F||) / (sigma_r(G) - ||D||)``, and ``sigma_r(G) >= max(sigma_r(M), l_r)``
 (interlacing); Davis & Kahan's theorem on ``G G^T`` and ``G^T G`` gives a second bound,
 far smaller where the residual sits on the small values; Weyl's inequality bounds every
-value. What the products cannot give directly is an upper bound on ``||D||``. For the last
-power iterate ``X`` (orthonormal, orthogonal to ``V``), ``||D||_2^2 <= ||D X||_2^2 + ||D
-(I - X X^T)||_2^2``, tight once ``X`` holds ``D``'s top directions (one power step with
-``rank + 15`` starts does it for the spectra in the sweep; hence ``check_passes=2``). The
-remainder is bounded by Gaussian probes in the same pass (Halko, Martinsson & Tropp, Lemma
-4.1: 1.36 times the largest of 10, failing with probability at most 1% over both sides),
-or deterministically from ``||G||_F`` where the source knows it: ``||D||_F^2 = ||G||_F^2 -
-||G^T U||_F^2 - ||E||_F^2`` exactly (plus a rounding slack). A gap ``max(sigma_r(M), l_r)
-- ||D||`` that is not positive leaves the subspace unknown: unreliable. This is what
-catches an answer that is wrong on a clustered spectrum (``s_r ~ s_{r+1}``) without
-missing any direction, and what makes such an answer unreliable even when it is right: the
-top-r subspace of a cluster is not determined by a few passes.
+value. What the products cannot give directly is an upper bound on ``||D||``; the smallest
+of two valid ones is used, and ``info["certificate"]`` names it (``upper_kind``) with its
+failure probability (``upper_failure``):
+
+* ``"power_probes"`` (:func:`power_probe_bound`, issue 32): a standard Gaussian block ``W``
+  of ``t = CHAIN_PROBES`` (20) columns, multiplied ``j`` times alternately by ``D`` and
+  ``D^T`` without orthonormalisation (a chain: ``W_1 = D W``, ``W_2 = D^T D W``, ...). For
+  the top singular vector ``v`` of ``D`` on the start's side, ``||W_j e_i|| >= ||D||^j
+  |v^T w_i|`` and ``||W_j||_2 >= ||D||^j ||v^T W||_2``; ``v^T W`` is a standard Gaussian
+  vector in ``R^t`` (``W`` is drawn independently of ``D``), so ``P(||v^T W||_2 < c) =
+  F_chi2(c^2; t)`` and ``P(max_i |v^T w_i| < c') = erf(c' / sqrt 2)^t`` exactly (the
+  rank-one ``D`` attains them). Hence, for every ``j`` at once, ``||D|| <= (||W_j||_2 /
+  c)^(1/j)`` and ``<= (max_i ||W_j e_i|| / c')^(1/j)``, failing with probability at most
+  ``PROBE_FAILURE`` (1e-6) in all (half each; two chains, from both sides, share it). The
+  constant (``1 / c' = 1.48`` at ``t = 20`` and 1e-6, the issue's ``f``; 1.54 at the 5e-7
+  each kind gets) and the stable-rank inflation sit under the ``j``-th root: on the
+  issue-32 cluster problem 2.1x the true
+  ``||D||`` at ``j = 2``, 1.6x at ``j = 3``, 1.4x at ``j = 4``. ``rsvd`` and
+  ``block_krylov`` draw ``W`` in their last pass (``G^T [Q, W]``; :func:`fused_probes`),
+  so the chain starts one product ahead at the price of ``t`` columns: one check pass
+  gives ``j = 2``.
+* ``"frobenius"`` (deterministic, where ``||G||_F`` is known): for an orthonormal block
+  ``X`` orthogonal to ``V`` whose product was taken (the last power iterate, or a chain's
+  orthonormal basis), ``||D||_2^2 <= ||D X||_2^2 + ||D (I - X X^T)||_2^2`` and ``||D (I - X
+  X^T)||_2^2 <= ||D||_F^2 - ||D X||_F^2`` with ``||D||_F^2 = ||G||_F^2 - ||G^T U||_F^2 -
+  ||E||_F^2`` exactly (plus a rounding slack). Tight once ``X`` holds ``D``'s top
+  directions (one power step with ``rank + 15`` orthonormal starts does it on fast-decaying
+  spectra); the block runs only where ``||G||_F`` is known.
+
+A gap ``max(sigma_r(M), l_r) - ||D||`` that is not positive leaves the subspace unknown:
+unreliable. This is what catches an answer that is wrong on a clustered spectrum (``s_r ~
+s_{r+1}``) without missing any direction, and what makes such an answer unreliable even
+when it is right: the top-r subspace of a cluster is not determined by a few passes.
 
 Every quantity that cannot be computed (a non-finite residual, an empty sample) makes the
 answer unreliable: a check that cannot run never vouches for it.
@@ -77,7 +102,8 @@ References
 J. Kuczynski, H. Wozniakowski, "Estimating the largest eigenvalue by the power and Lanczos
 algorithms with a random start", SIAM J. Matrix Anal. Appl. 13(4), 1992.
 N. Halko, P.-G. Martinsson, J. A. Tropp, "Finding structure with randomness", SIAM Review
-53(2), 2011 (Sec. 4.3, the a-posteriori error estimate from Gaussian probes).
+53(2), 2011 (Sec. 4.3, the a-posteriori error estimate from Gaussian probes; Lemma 4.1, the
+anticoncentration argument that :func:`power_probe_bound` raises to powers of ``D``).
 P.-A. Wedin, "Perturbation bounds in connection with singular value decomposition", BIT 12,
 1972 (G. W. Stewart, J.-G. Sun, "Matrix Perturbation Theory", 1990, Thm. V.4.4).
 C. Davis, W. M. Kahan, "The rotation of eigenvectors by a perturbation. III", SIAM J.
@@ -86,6 +112,7 @@ Numer. Anal. 7(1), 1970 (the sin-theta theorem).
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 
@@ -110,6 +137,12 @@ __all__ = [
     "certify",
     "known_fro2",
     "probe_scale",
+    "PROBE_FAILURE",
+    "CHAIN_PROBES",
+    "power_probe_bound",
+    "power_probe_constants",
+    "fused_probes",
+    "fused_known",
 ]
 
 #: A value more than this fraction below a proven lower bound, or a deflated norm this much
@@ -125,12 +158,27 @@ VALUE_TOL = 0.1
 #: iteration's lower bound inflated so that it fails with at most this probability.
 POWER_FAILURE = 0.01
 
-#: Gaussian probes per side of :func:`power_certificate`'s upper bound (:func:`probe_scale`).
+#: Gaussian probes per side of :func:`power_certificate`'s upper bound (:func:`probe_scale`,
+#: kept for callers; the certificate's own probes are the chains of :func:`power_probe_bound`).
 N_PROBES = 10
 
-#: Gaussian starts of :func:`certify` beyond the rank: the block holds ``rank + CERT_EXTRA``
-#: directions of the deflated operator, so that after one power step the Frobenius bound's
-#: remainder is only its tail beyond them (see :func:`power_certificate`).
+#: Columns of each probe chain of :func:`power_certificate` (:func:`power_probe_bound`):
+#: wider chains tighten the anticoncentration constant (``c_block`` 1.60 at 20 and a
+#: failure of 1e-6), at ``2 * CHAIN_PROBES`` more columns per pass.
+CHAIN_PROBES = 20
+
+#: The probability that :func:`power_probe_bound` fails (the bound on the norm of ``G``
+#: outside the answer is below the truth): a false "reliable" costs far more than a false
+#: alarm, and the constant sits under the ``j``-th root (1.26x at one in a million against
+#: 1% with two products of 20 probes).
+PROBE_FAILURE = 1e-6
+
+#: Orthonormal power-iteration starts of :func:`certify` beyond the rank, where the source
+#: knows ``||G||_F``: the block holds ``rank + CERT_EXTRA`` directions of the deflated
+#: operator, so that after one power step the Frobenius split's remainder is only its tail
+#: beyond them (see :func:`power_certificate`; tight to 1e-4 on fast-decaying spectra).
+#: Where ``||G||_F`` is unknown the block has no upper bound to serve: the probe chains
+#: (:data:`CHAIN_PROBES` columns) alone find missed directions and bound ``||D||``.
 CERT_EXTRA = 15
 
 #: Default budget of :func:`sampled_certificate`: this fraction of the entries the solve's
@@ -199,6 +247,30 @@ def _orth_against(Q, X, drop=1e-6, deflated=False):
     return B @ linalg.solve_triangular(R, np.eye(R.shape[0]), check_finite=False)
 
 
+def _orth_coefficients(W, drop=1e-4):
+    """``T`` with ``W T`` orthonormal to rounding (``||T^T W^T W T - I||`` about ``N eps``).
+
+    From the eigenvectors of the scaled Gram matrix, directions below ``drop`` times the
+    largest singular value left out (orthonormal to about ``sqrt(N) eps / drop^2``), then
+    one Cholesky QR step on ``W T``. ``G (W T) = (G W) T`` then gives interlacing lower bounds
+    and the Frobenius split from a product with the raw ``W`` (a narrower basis only weakens
+    them; an empty one, where the Cholesky factor fails, too)."""
+    if W.shape[1] == 0 or not np.all(np.isfinite(W)):
+        return np.zeros((W.shape[1], 0))
+    Gram, scale, _ = _gram(W)
+    if Gram is None:
+        return np.zeros((W.shape[1], 0))
+    lam, E = linalg.eigh(Gram, check_finite=False)
+    keep = lam > lam[-1] * drop**2
+    T = E[:, keep] / (np.sqrt(lam[keep]) * scale)
+    Q = W @ T
+    try:
+        R = linalg.cholesky(Q.T @ Q, lower=False, check_finite=False)
+    except linalg.LinAlgError:  # not seen; an empty basis only weakens the bounds
+        return np.zeros((W.shape[1], 0))
+    return linalg.solve_triangular(R, T.T, trans="T", check_finite=False).T
+
+
 def _top_sv(X):
     """The largest singular value of ``X``, from the Gram matrix of its thinner side
     (relative error about ``k eps`` for ``k`` columns, as an SVD's)."""
@@ -258,17 +330,90 @@ def probe_scale(n_probes, n_bounds=2, failure=POWER_FAILURE):
     return float((n_bounds / failure) ** (1.0 / n_probes) * np.sqrt(2 / np.pi))
 
 
-def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None, n_probes=N_PROBES):
+@functools.lru_cache(maxsize=64)
+def power_probe_constants(n_probes, failure=PROBE_FAILURE):
+    """``(c_block, c_max)``: the anticoncentration constants of :func:`power_probe_bound`.
+
+    For a standard Gaussian block ``W`` (``n_probes`` columns) and a unit vector ``v``,
+    ``v^T W`` is a standard Gaussian vector of ``n_probes`` entries, so
+
+    * ``P(||v^T W||_2 < c_block) = F_chi2(c_block^2; n_probes) = failure / 2``: ``c_block =
+      sqrt(chi2.ppf(failure / 2, n_probes))``;
+    * ``P(max_i |v^T w_i| < c_max) = erf(c_max / sqrt(2))^n_probes = failure / 2``:
+      ``c_max = sqrt(2) erfinv((failure / 2)^(1 / n_probes))`` (the issue-32 constant ``f =
+      1 / c_max``: 1.48 at 20 probes and ``failure / 2 = 1e-6``).
+
+    Both laws are exact (equalities), so a rank-one ``D`` meets each failure probability
+    exactly; each of the two bounds fails with at most ``failure / 2``, both together with
+    at most ``failure``.
+    """
+    from scipy.special import erfinv
+    from scipy.stats import chi2
+
+    if n_probes < 1:
+        return 0.0, 0.0
+    half = failure / 2
+    return (
+        float(np.sqrt(chi2.ppf(half, n_probes))),
+        float(np.sqrt(2) * erfinv(half ** (1.0 / n_probes))),
+    )
+
+
+def power_probe_bound(chain, n_probes, failure=PROBE_FAILURE):
+    """An upper bound on ``||D||_2`` from a chain of products of a Gaussian block.
+
+    ``chain`` holds, for ``j = 1, 2, ...``, ``(j, log ||W_j||_2, log max_i ||W_j e_i||)``
+    where ``W_j = D^(j) W`` is ``W`` (a standard Gaussian block of ``n_probes`` columns in
+    the space ``D`` acts on, or that ``D^T`` acts on) multiplied ``j`` times alternately by
+    ``D`` and ``D^T`` (``W_1 = D W``, ``W_2 = D^T D W``, ...). With ``v`` the top singular
+    vector of ``D`` on the start's side, ``||D^(j) w|| >= ||D||^j |v^T w|`` for every
+    ``w``, hence for every ``j`` at once
+
+        ``||D||_2 <= (||W_j||_2 / c_block)^(1 / j)`` unless ``||v^T W||_2 < c_block``,
+        ``||D||_2 <= (max_i ||W_j e_i|| / c_max)^(1 / j)`` unless ``max_i |v^T w_i| < c_max``
+
+    (:func:`power_probe_constants`; each event has probability ``failure / 2``, and one
+    event covers every ``j``: the minimum over ``j`` and both kinds fails with probability
+    at most ``failure``). The constant and the stable-rank inflation (``||W_j|| / ||D||^j``
+    grows like ``sqrt(sum_k (sigma_k / sigma_1)^(2 j))``) sit under the ``j``-th root, so
+    every product sharpens the bound. Returns ``(bound, j)`` (``inf, 0`` for an empty
+    chain); ``log`` entries of ``-inf`` (a zero product) give 0.
+    """
+    c_block, c_max = power_probe_constants(n_probes, failure)
+    best, best_j = np.inf, 0
+    for j, log_block, log_col in chain:
+        for logn, c in ((log_block, c_block), (log_col, c_max)):
+            if not (c > 0) or np.isnan(logn):
+                continue
+            value = float(np.exp((logn - np.log(c)) / j))
+            if value < best:
+                best, best_j = value, j
+    return best, best_j
+
+
+def power_certificate(
+    src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None, n_probes=CHAIN_PROBES, known=None
+):
     """Everything ``n_passes`` products with ``G`` tell about the answer ``(U, V)``.
 
     Block power iteration on the deflated ``D = (I - U U^T) G (I - V V^T)`` from ``n_extra``
     Gaussian starts, fused with the products the bounds need. Where the source has
     ``sketch`` every pass is ONE call ``(G [V, X, P], G^T [U, Y, Q])`` (``X``, ``Y``: the
     right and left iterates, orthogonal to ``V`` and ``U``; the next ``X`` is the
-    orthonormal basis of ``D^T Y``, the next ``Y`` of ``D X``; ``P``, ``Q``: ``n_probes``
-    fresh Gaussian probes, projected off ``[V, X]`` and ``[U, Y]``); otherwise the passes
-    alternate ``G [V, X, P]``, ``G^T [U, X, P]`` (one iterate, changing sides). Each call
-    is one pass (counted by the caller's counting source).
+    orthonormal basis of ``D^T Y``, the next ``Y`` of ``D X``); otherwise the passes
+    alternate ``G [V, X, P]``, ``G^T [U, X, P]`` (one iterate, changing sides). ``P``,
+    ``Q``: the probe chains of :func:`power_probe_bound`, ``n_probes`` Gaussian columns
+    drawn once and carried from pass to pass, unnormalised (one scalar per chain keeps
+    them representable): after ``j`` products a chain holds ``D^(j) W``. Each call is one
+    pass (counted by the caller's counting source).
+
+    ``known`` (from a solve whose last pass already multiplied ``G^T`` by ``[U, W]``, or
+    ``G`` by ``[V, W]``, with ``W`` a fresh standard Gaussian block): a dict with ``side``
+    (``"left"``: ``GtU`` = ``G^T U`` and ``GtW`` = ``G^T W``, ``W`` (N x t); ``"right"``:
+    ``GV`` and ``GW``, ``W`` (M x t)). The chain then starts one product ahead (``D^T W =
+    (I - V V^T) (G^T W - G^T U U^T W)``, no pass), the known residual is taken as is, and
+    the passes alternate starting on the other side: one pass gives both residuals and a
+    two-product chain.
 
     Returns a dict:
 
@@ -277,15 +422,15 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None, n
     * ``residual``: ``max(||(I - U U^T) G V||_2, ||U^T G (I - V V^T)||_2)``, exact to
       rounding (NaN until both sides were multiplied);
     * ``rayleigh``: the singular values of ``U^T G V`` (lower bounds on ``sigma_i(G)``);
-    * ``deflated_upper`` and ``upper_kind``: an upper bound on ``||D||_2``, from the last
-      pass's iterate ``X`` (orthonormal) and ``||D||^2 <= ||D X||^2 + ||D (I - X X^T)||^2``,
-      tight once the power iteration has turned ``X`` to ``D``'s top directions. The
-      remainder is bounded by ``"probes"``: ``probe_scale(n_probes)`` times the largest
-      ``||D (I - X X^T) p_i||`` (fails with probability at most ``POWER_FAILURE``, 1%, over
-      both sides), or ``"frobenius"`` (deterministic, where ``fro2 = ||G||_F^2`` is known
-      and this is smaller): ``||D (I - X X^T)||_F^2 = ||D||_F^2 - ||D X||_F^2`` with
-      ``||D||_F^2 = fro2 - ||G^T U||_F^2 - ||(I - U U^T) G V||_F^2`` plus a rounding slack.
-    * ``width`` (the Gaussian starts per side), ``passes``, ``two_sided``.
+    * ``deflated_upper``, ``upper_kind`` and ``upper_failure``: the smallest valid upper
+      bound on ``||D||_2``: ``"power_probes"`` (:func:`power_probe_bound` on the chains,
+      fails with probability at most ``PROBE_FAILURE``; two chains (two-sided passes)
+      share it, half each) or ``"frobenius"`` (deterministic, where ``fro2 = ||G||_F^2`` is
+      known: from the last iterate ``X`` (orthonormal), ``||D||^2 <= ||D X||^2 + ||D (I -
+      X X^T)||^2`` and ``||D (I - X X^T)||_F^2 = ||D||_F^2 - ||D X||_F^2`` with ``||D||_F^2
+      = fro2 - ||G^T U||_F^2 - ||(I - U U^T) G V||_F^2`` plus a rounding slack);
+      ``upper_failure`` is the winner's failure probability (0 for ``"frobenius"``);
+    * ``width`` (the Gaussian starts per side), ``probes``, ``passes``, ``two_sided``.
 
     NaN anywhere means a product was not finite: the bound is unknown, never 0.
     """
@@ -293,12 +438,45 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None, n
     (U, Ru), (V, Rv) = _basis(U), _basis(V)
     r = V.shape[1]
     b = max(0, min(n_extra, M - V.shape[1], N - U.shape[1]))
-    q = n_probes if b else 0
-    two_sided = hasattr(src, "sketch")
+    room = min(M - V.shape[1], N - U.shape[1])
+    q = n_probes if room > 0 else 0
+    two_sided = hasattr(src, "sketch") and known is None
     eps = np.finfo(np.result_type(src.dtype, np.float32)).eps
+    bases = {"right": V, "left": U}
+    other_side = {"right": "left", "left": "right"}
 
-    def probes(basis, X, n):
-        return _deflate(np.hstack([basis, X]), rng.standard_normal((n, q)))
+    def new_chain(side):
+        n = M if side == "right" else N
+        return {"on": side, "W": rng.standard_normal((n, q)), "log": 0.0, "norms": []}
+
+    def advance(chain, product):
+        """The chain's next element from ``product`` (``G`` or ``G^T`` times its input)."""
+        side = other_side[chain["on"]]
+        Wn = _deflate(bases[side], product)
+        before = chain["W"]
+        top_in = _top_sv(before)
+        top = _top_sv(Wn)
+        cols = _column_norms(Wn)
+        j = len(chain["norms"]) + 1
+        with np.errstate(divide="ignore"):
+            chain["norms"].append(
+                (j, chain["log"] + np.log(top), chain["log"] + np.log(float(np.max(cols))))
+            )
+        # lower bounds on ||D||: ||D B||_2 <= ||D|| ||B||_2 for any block, and per column
+        low = top / top_in if top_in > 0 else 0.0
+        in_cols = _column_norms(before)
+        ok = in_cols > 0
+        if np.any(ok):
+            low = max(low, float(np.max(cols[ok] / in_cols[ok])))
+        T = chain.get("T")
+        # D Q for the orthonormal Q = W T of the input (the Frobenius split's block)
+        chain["DQ"] = Wn @ T if T is not None and T.shape[1] else None
+        unit = float(np.max(np.abs(Wn), initial=0.0))
+        if unit > 0 and np.isfinite(unit):
+            Wn = Wn / unit
+            chain["log"] += np.log(unit)
+        chain.update(on=side, W=Wn)
+        return low
 
     X = _orth_against(V, rng.standard_normal((M, b)))
     Y = _orth_against(U, rng.standard_normal((N, b))) if two_sided else None
@@ -309,51 +487,112 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None, n
         "rayleigh": np.full(r, np.nan),
         "deflated_upper": np.inf,
         "upper_kind": None,
+        "upper_failure": None,
         "width": int(b),
         "probes": int(q),
         "passes": 0,
         "two_sided": bool(two_sided),
     }
     GV = GtU = None
+    chains = []
     right = True
-    for _ in range(n_passes):
-        if two_sided:
-            A, B = src.sketch(
-                np.hstack([V, X, probes(V, X, M)]), np.hstack([U, Y, probes(U, Y, N)])
-            )
-            sides = [
-                (np.asarray(A, np.float64), U, X.shape[1], False),
-                (np.asarray(B, np.float64), V, Y.shape[1], True),
-            ]
+    if known is not None:
+        side = known["side"]
+        if side == "left":
+            GtU = np.asarray(known["GtU"], np.float64) @ np.linalg.inv(Ru) if r else known["GtU"]
         else:
-            basis, other = (V, U) if right else (U, V)
-            block = np.hstack([basis, X, probes(basis, X, basis.shape[0])])
-            P = np.asarray(src.matmat(block) if right else src.rmatmat(block), np.float64)
-            sides = [(P, other, X.shape[1], not right)]
+            GV = np.asarray(known["GV"], np.float64) @ np.linalg.inv(Rv) if r else known["GV"]
+        if q:
+            W = np.asarray(known["W"], np.float64)
+            q = W.shape[1]
+            out["probes"] = int(q)
+            basis = U if side == "left" else V
+            near = GtU if side == "left" else GV
+            GW = np.asarray(known["GtW" if side == "left" else "GW"], np.float64)
+            chain = {"on": side, "W": W, "log": 0.0, "norms": []}
+            # (G^T or G) (I - Q Q^T) W = G^T W - (G^T Q)(Q^T W), Q = U (or V): no product
+            out["deflated"] = max(out["deflated"], advance(chain, GW - near @ (basis.T @ W)))
+            chains.append(chain)
+        right = side == "left"  # the next pass multiplies the other side
+        if not right:  # the iterate starts on the side that pass multiplies
+            X = _orth_against(U, rng.standard_normal((N, b)))
+    elif q:
+        chains.append(new_chain("right"))
+        if two_sided:
+            chains.append(new_chain("left"))
+    for i_pass in range(n_passes):
+        todo = ["right", "left"] if two_sided else ["right" if right else "left"]
+        inputs = {}
+        for side in todo:
+            basis = bases[side]
+            mine = [c for c in chains if c["on"] == side]
+            Xs = X if side == "right" or not two_sided else Y
+            for c in mine:
+                c["W"] = _deflate(basis, c["W"])
+                c["T"] = _orth_coefficients(c["W"])
+            # the last pass: fresh probes of the complement of [basis, X], for the split
+            # ||D||^2 <= ||D X||^2 + ||D (I - X X^T)||^2 (X was fixed before they were drawn)
+            fresh = (
+                [_deflate(np.hstack([basis, Xs]), rng.standard_normal((basis.shape[0], N_PROBES)))]
+                if i_pass == n_passes - 1 and Xs.shape[1] and i_pass > 0
+                else []
+            )
+            blk = np.hstack([basis, Xs] + [c["W"] for c in mine] + fresh)
+            inputs[side] = (mine, Xs, blk, bool(fresh))
+        if two_sided:
+            A, B = src.sketch(inputs["right"][2], inputs["left"][2])
+            products = {"right": np.asarray(A, np.float64), "left": np.asarray(B, np.float64)}
+        else:
+            side = todo[0]
+            blk = inputs[side][2]
+            products = {
+                side: np.asarray(
+                    src.matmat(blk) if side == "right" else src.rmatmat(blk), np.float64
+                )
+            }
         out["passes"] += 1
-        if not all(np.all(np.isfinite(P)) for P, _, _, _ in sides):  # unknown, never 0
+        if not all(np.all(np.isfinite(P)) for P in products.values()):  # unknown, never 0
             out.update(
                 lower=np.full(k, np.nan), deflated=np.nan, residual=np.nan, deflated_upper=np.nan
             )
             return out
-        last = []  # per side: (||D X||, D X, D P, scale of the product) for the upper bounds
-        for P, other, w, transposed in sides:
+        last = []  # per side: (||D X||, D X, scale of the product) for the upper bounds
+        split = []  # per side with fresh probes: (||D X||, D (I - X X^T) P)
+        for side in todo:
+            P = products[side]
+            mine, Xs, _, has_fresh = inputs[side]
+            other = bases[other_side[side]]
+            w = Xs.shape[1]
             out["lower"] = np.maximum(out["lower"], lower_bounds(P[:, : r + w], k))
-            if transposed:
+            at = r + w
+            for c in mine:  # [basis, the chain's orthonormal basis], through the same product
+                T = c.get("T")  # (not orthogonal to X: a block of its own)
+                if T is not None and T.shape[1]:
+                    block = np.hstack([P[:, :r], P[:, at : at + q] @ T])
+                    out["lower"] = np.maximum(out["lower"], lower_bounds(block, k))
+                at += q
+            if side == "left":
                 GtU = P[:, :r]
             else:
                 GV = P[:, :r]
-            D = _deflate(other, P[:, r:])  # iterate and probes at once: Q read once
-            DX, DP = D[:, :w], D[:, w:]
+            DX = _deflate(other, P[:, r : r + w])
             top = _top_sv(DX)
-            last.append((top, DX, DP, float(np.max(_column_norms(P), initial=0.0))))
+            last.append((top, DX, float(np.max(_column_norms(P[:, : r + w]), initial=0.0))))
             out["deflated"] = max(out["deflated"], top)
+            at = r + w
+            for c in mine:
+                # the chain's own input is the deflated one: W itself is already deflated
+                out["deflated"] = max(out["deflated"], advance(c, P[:, at : at + q]))
+                at += q
+            if has_fresh:
+                split.append((top, _deflate(other, P[:, at:])))
         if two_sided:
             X = _orth_against(V, last[1][1], deflated=True)
             Y = _orth_against(U, last[0][1], deflated=True)
         else:
             X = _orth_against(U if right else V, last[0][1], deflated=True)
             right = not right
+    out["chain_products"] = max((len(ch["norms"]) for ch in chains), default=0)
     if GV is None or GtU is None:
         return out
     Mc = U.T @ GV
@@ -367,35 +606,54 @@ def power_certificate(src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None, n
     c = float(out["rayleigh"][0]) if out["rayleigh"].size else 0.0
     m = Mc / c if c > 0 else Mc
     out["sides"] = (e21, e12, _top_sv(E21 @ m.T), _top_sv(E12 @ m), c if c > 0 else 1.0)
-    if b == 0:  # U or V fills its side: D = 0
-        out.update(deflated_upper=0.0, upper_kind="empty")
+    if room == 0:  # U or V fills its side: D = 0
+        out.update(deflated_upper=0.0, upper_kind="empty", upper_failure=0.0)
         return out
-    c = probe_scale(q, n_bounds=len(last))
+    # rounding in the deflated products: sqrt(N + M) ulps of the largest product column
+    # of G times an orthonormal block (the typical accumulation; a worst-case N + M would
+    # leave every direction near rounding level uncertified, the full-sample tests' 1e-14)
+    scale = max(
+        [s for _, _, s in last]
+        + [float(np.max(_column_norms(P), initial=0.0)) for P in (GV, GtU) if P.size]
+    )
+    slack = np.sqrt(N + M) * eps * scale
     bounds = []
-    slack = 0.0
-    for top, DX, DP, scale in last:
-        rest = c * float(np.max(_column_norms(DP), initial=0.0)) if q else np.inf
-        # rounding in the deflated products: sqrt(N + M) ulps of the largest product column
-        # (the typical accumulation; a worst-case N + M would leave every direction near
-        # rounding level uncertified, the full-sample tests' 1e-14 among them)
-        slack = max(slack, np.sqrt(N + M) * eps * scale)
-        bounds.append((np.hypot(top, rest) + np.sqrt(N + M) * eps * scale, "probes"))
-        if fro2 is not None and fro2 > 0:
-            # in units of ||G||_F: the squares of the products' entries stay representable
-            unit = np.sqrt(fro2)
-            fro_D2 = (
-                1
-                - np.sum((GtU / unit) ** 2)
-                - np.sum((E21 / unit) ** 2)
-                + (N + M + 10 * (r + b)) * eps
-            )
-            split = unit * np.sqrt(max((top / unit) ** 2 + fro_D2 - np.sum((DX / unit) ** 2), 0.0))
-            bounds.append((split, "frobenius"))
-    upper, kind = min(bounds)
+    # PROBE_FAILURE is shared by every random bound: the chains and the split's probes
+    share = PROBE_FAILURE / max(1, len(chains) * bool(q) + len(split))
+    if chains and q:
+        best = min(power_probe_bound(ch["norms"], q, share)[0] for ch in chains)
+        bounds.append((best + slack, "power_probes", PROBE_FAILURE))
+    for top, DP in split:
+        # ||D (I - X X^T)|| from one product of fresh probes (power_probe_bound at j = 1)
+        with np.errstate(divide="ignore"):
+            one = [(1, np.log(_top_sv(DP)), np.log(float(np.max(_column_norms(DP)))))]
+        rest = power_probe_bound(one, DP.shape[1], share)[0]
+        bounds.append((float(np.hypot(top, rest)) + slack, "split_probes", PROBE_FAILURE))
+    if fro2 is not None and fro2 > 0:
+        # in units of ||G||_F: the squares of the products' entries stay representable
+        unit = np.sqrt(fro2)
+        fro_D2 = (
+            1
+            - np.sum((GtU / unit) ** 2)
+            - np.sum((E21 / unit) ** 2)
+            + (N + M + 10 * (r + b + q)) * eps
+        )
+        # every orthonormal block multiplied last: the iterate X, the chains' bases (their
+        # orthonormality holds to about 1e-8: the slack 1e-6 ||D Q||^2 covers it)
+        blocks = [DX for _, DX, _ in last[-1:]]
+        blocks += [ch["DQ"] for ch in chains if ch.get("DQ") is not None]
+        for DQ in blocks or [np.zeros((1, 0))]:
+            top = _top_sv(DQ)
+            rest = fro_D2 - np.sum((DQ / unit) ** 2) * (1 - 1e-6)
+            split = unit * np.sqrt(max((top / unit) ** 2 + rest, 0.0))
+            bounds.append((split, "frobenius", 0.0))
+    if not bounds:
+        return out
+    upper, kind, fail = min(bounds, key=lambda x: x[0])
     if upper < out["deflated"] - slack:
         # below the lower bound on the same norm: the arithmetic lost it, so it is unknown
         upper = np.nan
-    out.update(deflated_upper=float(upper), upper_kind=kind)
+    out.update(deflated_upper=float(upper), upper_kind=kind, upper_failure=fail)
     return out
 
 
@@ -669,7 +927,29 @@ def _triplet_errors(s, Mc, Ru, Rv):
     return orth, pairing
 
 
-def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=None):
+def fused_probes(n, rng, check_passes, n_probes=CHAIN_PROBES):
+    """The Gaussian block (n x ``n_probes``; none when ``check_passes`` is 0) that a solve
+    appends to its last product, so that :func:`certify` starts its probe chain one product
+    ahead (see ``known`` in :func:`power_certificate`) at the price of a few columns."""
+    return rng.standard_normal((n, n_probes if check_passes else 0))
+
+
+def fused_known(basis_product, probe_product, W, transposed):
+    """``known`` for :func:`certify` from a solve's last pass ``work^T [Q, W]``.
+
+    ``basis_product`` is ``work^T U_work`` (the last pass's product with the basis, times
+    the small factor that makes ``U_work``), ``probe_product`` is ``work^T W``. ``work`` is
+    ``G`` (then these are ``G^T U`` and ``G^T W``, the left side) or, when ``transposed``,
+    ``G^T`` (then ``G V`` and ``G W``, the right side). None when no probes were drawn.
+    """
+    if W.shape[1] == 0:
+        return None
+    if transposed:
+        return {"side": "right", "GV": basis_product, "GW": probe_product, "W": W}
+    return {"side": "left", "GtU": basis_product, "GtW": probe_product, "W": W}
+
+
+def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=None, known=None):
     """Run the certificates an answer's options ask for; ``lower, reliable, cert``.
 
     ``n_passes`` passes of :func:`power_certificate` (lower bounds, missed directions and,
@@ -690,8 +970,12 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
     cert = {"check_passes": 0, "sampled": None}
     if n_passes:
         before = src.n_products
-        width = rank + CERT_EXTRA if n_extra is None else n_extra
-        pc = power_certificate(src, U, V, rank, n_passes, rng, width, fro2=known_fro2(src))
+        fro2 = known_fro2(src)
+        if n_extra is not None:
+            width = n_extra
+        else:  # the block's upper bound (the Frobenius split) needs ||G||_F
+            width = rank + CERT_EXTRA if fro2 is not None else 0
+        pc = power_certificate(src, U, V, rank, n_passes, rng, width, fro2=fro2, known=known)
         lower, d, width = pc["lower"], pc["deflated"], pc["width"]
         passes = int(src.n_products - before)
         deflated.append((d, f"{passes} product(s) of power iteration from {width} Gaussian starts"))
@@ -700,6 +984,7 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
             "residual": float(pc["residual"]),
             "deflated_upper": pc["deflated_upper"],
             "upper_kind": pc["upper_kind"],
+            "upper_failure": pc["upper_failure"],
             "gap": gap,
             "sin_theta_bound": sin,
             "sv_error_bound": err,
@@ -720,7 +1005,11 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
             check_passes=passes,
             deflated=float(d),
             starts=int(width),
-            miss_probability=power_miss_probability(2.0, passes, M - rank, width),
+            miss_probability=min(
+                power_miss_probability(2.0, passes, M - rank, width),
+                power_miss_probability(2.0, pc.get("chain_products", 0), M - rank, pc["probes"]),
+            ),
+            probes=int(pc["probes"]),
             **{k: v for k, v in bounds.items() if k != "why_unknown"},
         )
     pending = getattr(src, "setup_pending", None)

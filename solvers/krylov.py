@@ -7,6 +7,7 @@ import time
 import numpy as np
 from scipy import linalg
 
+from ._certificate import fused_known, fused_probes
 from ._estimate import krylov_leave_one_out_error
 from ._result import SVDResult
 from .rsvd import _finish_oriented, _orient, certify_answer, error_estimate_info
@@ -196,14 +197,18 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, chec
         # Q fills R^M: A Q Q^T = A, so the SVD of A Q is exact and needs no further pass.
         U, s, Wt = linalg.svd(AQ, full_matrices=False, check_finite=False, lapack_driver="gesdd")
         U, V = U[:, :rank], Q @ Wt[:rank].T
-        loo = None
+        loo = known = None
     else:
         # Rayleigh-Ritz on the LEFT space K = range(A Q) (Algorithm 2), never on the right
         # space Q itself: at q = 0 that is a random space with no product by A in it.
         Z, R = linalg.qr(AQ, mode="economic", check_finite=False)
-        B = np.asarray(work.rmatmat(Z), dtype=dtype).T  # Z^T A, one more pass
+        # Z^T A, one more pass, with the certificate's fused probes (see rsvd)
+        W = fused_probes(work.shape[0], chk.rng, opts["check_passes"])
+        P = np.asarray(work.rmatmat(np.hstack([Z, W.astype(dtype)])), dtype=dtype)
+        B = P[:, : Z.shape[1]].T
         Ub, s, Wt = linalg.svd(B, full_matrices=False, check_finite=False, lapack_driver="gesdd")
         U, V = Z @ Ub[:, :rank], Wt[:rank].T
+        known = fused_known(P[:, : Z.shape[1]] @ Ub[:, :rank], P[:, Z.shape[1] :], W, transposed)
         loo = (
             (lambda: krylov_leave_one_out_error(R, sketch["C0"], sketch["H"]))
             if block_size >= 2
@@ -220,6 +225,7 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, chec
         dtype,
         opts["check_passes"],
         transposed=transposed,
+        known=known,
     )
     result: SVDResult = _finish_oriented(
         U,

@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 from scipy import linalg
 
-from ._certificate import DEFAULT_BUDGET, certify
+from ._certificate import DEFAULT_BUDGET, certify, fused_known, fused_probes
 from ._check import (
     CHECK_FACTOR,
     flag_inflated,
@@ -316,13 +316,17 @@ def sym_nystrom(
     CU = CU * unit if unit != 1.0 else CU
     U0, lam, kept = _gram_nystrom(CU, ridx, N, rank, opts["orthogonalize"], opts["core"], dtype)
     s_nys = np.sqrt(lam) / unit
-    B = np.asarray(src.rmatmat(U0), dtype=dtype)  # G^T U0: the pairing product
+    # G^T U0: the pairing product, with the certificate's fused probes (see rsvd)
+    probes = fused_probes(N, rng, opts["check_passes"])
+    B = np.asarray(src.rmatmat(np.hstack([U0, probes.astype(U0.dtype)])), dtype=dtype)
+    B, GtW = B[:, : U0.shape[1]], B[:, U0.shape[1] :]
     reliable = True
     if opts["orthogonalize"]:
         # Rayleigh-Ritz on span(U0): exact triplets of U0 U0^T G, paired by construction.
         W, s, At = linalg.svd(B, full_matrices=False)
         keep = min(rank, _floor(s, max(B.shape), dtype))
         U, s, V = U0 @ At[:keep].T, s[:keep], W[:, :keep]
+        known = fused_known(B @ At[:keep].T, GtW, probes, False)
     else:
         U, s = U0, s_nys
         V = _normalized(B)
@@ -333,11 +337,13 @@ def sym_nystrom(
         reliable = _check_values(
             "sym_nystrom", s, lower, "from G^T U, the pairing product", (N, M), dtype
         )
+        known = fused_known(B, GtW, probes, False)
     if s.size < rank:
         U, s, V = _pad_triplets(U, s, V, rank, rng, "A sampled Gram block")
+        known = None  # the padded columns were not in the pairing product
     s_nys = np.pad(s_nys, (0, max(0, rank - s_nys.size)))[:rank]
     lower, certified, cert = certify(
-        "sym_nystrom", src, U, s, V, rng, dtype, opts["check_passes"], 0, _ADVICE
+        "sym_nystrom", src, U, s, V, rng, dtype, opts["check_passes"], 0, _ADVICE, known=known
     )
     if not reliable:  # the raw values' own check found them inflated: evidence
         cert["failed"] = sorted(set(cert["failed"]) | {"values"})

@@ -18,43 +18,11 @@ from ._source import DenseSource, SparseSource, as_source, check_real_dtype
 from .scaling import power_of_two_scale
 
 __all__ = [
-    "METHODS",
-    "OPTIONS",
     "check_args",
     "check_choice",
-    "check_method_options",
     "check_random_state",
     "Tracked",
 ]
-
-METHODS = (
-    "tsvd",
-    "rsvd",
-    "block_krylov",
-    "generalized_nystrom",
-    "sym_nystrom",
-    "asym_nystrom",
-)
-
-#: Options each method accepts through ``solvers.svd(..., **options)``.
-OPTIONS = {
-    "tsvd": ("backend", "tol", "maxiter", "ncv"),
-    "rsvd": ("n_oversamples", "n_iter", "power_iteration_normalizer", "check_passes"),
-    "block_krylov": ("n_oversamples", "n_iter", "check_passes"),
-    "generalized_nystrom": ("n_oversamples", "left_factor", "rcond"),
-    "sym_nystrom": ("n_samples", "sampling", "orthogonalize", "core", "check_passes"),
-    "asym_nystrom": (
-        "n_samples",
-        "n_rows",
-        "sampling",
-        "row_indices",
-        "col_indices",
-        "orthogonalize",
-        "core",
-        "check_passes",
-        "certificate_budget",
-    ),
-}
 
 BACKENDS = ("arpack", "propack", "lobpcg")
 SAMPLINGS = ("uniform", "norm")
@@ -325,26 +293,6 @@ def check_indices(name, idx, n, axis_name):
     return idx.astype(np.intp)
 
 
-def check_method_options(method, options):
-    """``method``'s canonical name (:func:`check_choice`), after checking that every option
-    belongs to it (used by :func:`solvers.svd`)."""
-    method = check_choice("method", method, METHODS)
-    for name in options:
-        if name in OPTIONS[method]:
-            continue
-        owners = [m for m in METHODS if name in OPTIONS[m]]
-        if owners:
-            raise TypeError(
-                f"option {name!r} belongs to method {' / '.join(map(repr, owners))}, not to "
-                f"method {method!r} (valid options: {', '.join(OPTIONS[method])})"
-            )
-        raise TypeError(
-            f"unknown option {name!r} for method {method!r} "
-            f"(valid options: {', '.join(OPTIONS[method])})"
-        )
-    return method
-
-
 def largest_entry(source):
     """``max |G_ij|`` of a concrete source, checked finite up front (cheap); None for a lazy
     source, whose blocks are checked as they are read."""
@@ -373,14 +321,15 @@ def _scaled_source(source, scale):
 def check_args(method, G, rank, random_state, validate, *, rescale=True, **options):
     """Validate and normalise the arguments of one solver call.
 
-    The checks every method shares happen here (the method and its option names, ``G``,
-    ``rank``, ``random_state``); the method's own options are checked by ``validate``, the
-    validator that lives beside each solver.
+    The checks every method shares happen here (``G``, ``rank``, ``random_state``; the
+    option names are the function's own keywords, and :func:`solvers.svd` checks those it
+    is given against :data:`solvers.OPTIONS`); the method's own options are checked by
+    ``validate``, the validator that lives beside each solver.
 
     Parameters
     ----------
     method : str
-        One of :data:`METHODS`.
+        One of :data:`solvers.METHODS`.
     G : array_like, sparse matrix, LinearOperator or matrix source
     rank : int
     random_state : None, int or numpy.random.Generator
@@ -404,7 +353,6 @@ def check_args(method, G, rank, random_state, validate, *, rescale=True, **optio
         the working ``dtype`` (float32 for float32 sources, float64 otherwise) and ``amax``
         (the largest ``|G_ij|`` of a dense or sparse ``G``, None for a lazy source).
     """
-    check_method_options(method, options)
     source = as_source(G)
     check_real_dtype(source.dtype)
     shape = tuple(source.shape)

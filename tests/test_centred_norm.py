@@ -13,7 +13,7 @@ from ksvd_bench.kernels import KernelSource
 from ksvd_bench.kernels.source import FROBENIUS_RTOL
 from ksvd_bench.scoring import exact_fro2
 
-KERNELS = ("sne", "rbf", "t", "linear", "poly")
+KERNELS = ("sne", "rbf", "t", "linear", "poly", "softmax")
 OFFSETS = (0.0, 1e2, 1e3, 3e3, 1e4)
 
 

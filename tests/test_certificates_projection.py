@@ -192,7 +192,8 @@ def test_passes_are_counted_and_check_passes_is_the_knob():
 
 def test_without_a_sketch_one_pass_sees_one_side_only():
     """A source with only matmat/rmatmat: the passes alternate, so one pass cannot give both
-    residuals; the subspace is then unknown, said in the warning (fail safe)."""
+    residuals; the subspace is then unknown, said in the warning (fail safe). rsvd's last
+    pass already multiplied one side (with the fused probes): one pass is enough there."""
 
     class Plain:
         def __init__(self, G):
@@ -214,11 +215,15 @@ def test_without_a_sketch_one_pass_sees_one_side_only():
             return self.G[np.ix_(ridx, cidx)]
 
     G = far_centred(3)
-    one, msg = run(Plain(G), 3, "rsvd", random_state=0, check_passes=1)
+    one, msg = run(Plain(G), 3, "asym_nystrom", n_samples=120, random_state=0, check_passes=1)
     assert not one.info["reliable"] and "both are needed" in msg
-    two, msg = run(Plain(G), 3, "rsvd", random_state=0, check_passes=2)
+    two, msg = run(Plain(G), 3, "asym_nystrom", n_samples=120, random_state=0, check_passes=2)
     assert two.info["reliable"] and not msg
-    assert two.info["certificate"]["upper_kind"] == "probes"  # no ||G||_F: the probes
+    fused, msg = run(Plain(G), 3, "rsvd", random_state=0, check_passes=1)
+    assert fused.info["reliable"] and not msg and fused.info["n_passes"] == 2 * 4 + 2 + 1
+    for res in (two, fused):  # no ||G||_F: the probe chains, failing with at most 1e-6
+        cert = res.info["certificate"]
+        assert cert["upper_kind"] == "power_probes" and cert["upper_failure"] == 1e-6
 
 
 def test_probe_scale():

@@ -145,6 +145,21 @@ def test_bad_arguments_exit_with_a_message_naming_the_flag(
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}" in err and message in err, err
+    # issue 33: the error leads, and a pointer to --help replaces argparse's usage block
+    lines = err.splitlines()
+    assert lines[0].startswith("ksvd-bench") and ": error: " in lines[0], err
+    assert f"argument {flag}" in lines[0] and len(lines) == 2, err
+    assert lines[1].endswith("--help' for the options)"), err
+
+
+def test_unrecognized_arguments_are_named_by_the_sub_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["scale", "--bogus"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "ksvd-bench scale: error: unrecognized arguments: --bogus",
+        "(run 'ksvd-bench scale --help' for the options)",
+    ]
 
 
 def test_bad_out_is_reported_before_any_work(tmp_path, capsys, monkeypatch):
@@ -306,7 +321,11 @@ def test_compare_ends_with_the_headline(tmp_path, capsys):
     n_rows = sum(r["n_warnings"] for r in payload["rows"])
     if n_rows:  # the rank-deficient samples warn: counted per solver in the headline
         assert any(line.startswith("warnings") and "nystrom" in line for line in lines)
-        assert any("Warning (" in line for line in err)
+        # issue 33: the terminal's per-solver counts are the headline's
+        assert err[0].startswith(f"warnings of the answers returned: {n_rows} (")
+        said = next(line for line in lines if line.startswith("warnings (messages"))
+        pairs = dict(re.findall(r"(\w+) (\d+)", said.split(": ", 1)[1]))
+        assert pairs and all(f"{s} {n}" in " ".join(err[:3]) for s, n in pairs.items())
 
 
 def test_wide_table(tmp_path, capsys):
@@ -423,7 +442,14 @@ def test_spectrum_on_a_small_graph(tmp_path, small_graph):
 def test_spectrum_marks_vacuous_tolerances(small_graph):
     # The paper's weighting on a centred SNE kernel: eta <= 2 mean(sigma) << 0.5.
     result = run_spectrum(
-        "tiny", data=small_graph, factors=(1.0, 4.0), rank=4, eps=0.5, seeds=1, progress=False
+        "tiny",
+        data=small_graph,
+        factors=(1.0, 4.0),
+        rank=4,
+        eps=0.5,
+        weights="singular_values",
+        seeds=1,
+        progress=False,
     )
     assert all(r["vacuous"] and r["value_max"] <= 0.5 for r in result.rows)
     text = format_spectrum(result)
@@ -433,6 +459,21 @@ def test_spectrum_marks_vacuous_tolerances(small_graph):
     fig = _draw_spectrum(result)
     labels = [t.get_text() for t in fig.axes[1].texts]
     assert labels.count("vacuous") == 2
+
+
+def test_spectrum_defaults_to_a_measure_that_is_never_vacuous():
+    """Issue 33: spectrum's default measure (the paper's weighting) was one it then called
+    vacuous at its own default eps on the centred SNE kernel."""
+    import inspect
+
+    from ksvd_bench.race.common import measure_bound
+
+    default = inspect.signature(run_spectrum).parameters["weights"].default
+    args = build_parser().parse_args(["spectrum"])
+    assert args.weights == default == "uniform"
+    # whatever the spectrum: the bound any answer can score stays above the default eps
+    for s in (np.full(20, 1e-3), np.logspace(0, -8, 20)):
+        assert measure_bound(default, s, float(np.linalg.norm(s)) * 2, 20) > 10 * args.eps
 
 
 def test_spectrum_says_when_nothing_converged(small_graph):

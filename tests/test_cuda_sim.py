@@ -123,7 +123,7 @@ else:
     from ksvd_bench.kernels import KernelSource, ksvd_kernel
     from ksvd_bench.kernels.backends import cuda as cuda_backend
 
-    KERNELS = ("sne", "rbf", "t", "linear", "poly")
+    KERNELS = ("sne", "rbf", "t", "linear", "poly", "softmax")
     DTYPES = (np.float64, np.float32)
     #: relative agreement with the CPU source (entries and products, max-norm relative)
     TOL = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-5}
@@ -180,6 +180,29 @@ else:
             and gpu.chunk_rows == cuda_backend.CONFIGS[(np.dtype(dtype), "row")][0]
         )
         _protocol(cpu, gpu, dtype)
+
+    @pytest.mark.parametrize("center", [False, True])
+    def test_softmax_matches_the_formula(center):
+        """Softmax attention on the device equals the numpy formula (1e-12 in float64,
+        1e-5 in float32), with logits over 1e3 in some rows (a naive exp overflows)."""
+        rng = np.random.default_rng(12)
+        X, Z = rng.normal(size=(19, 5)), rng.normal(size=(13, 5))
+        X[:3] *= 300.0
+        S = X @ Z.T / 0.9
+        assert np.abs(S).max() > 1e3
+        E = np.exp(S - S.max(axis=1, keepdims=True))
+        G = E / E.sum(axis=1, keepdims=True)
+        if center:
+            G = G - G.mean(axis=0) - G.mean(axis=1, keepdims=True) + G.mean()
+        Om, Ps = rng.normal(size=(13, 3)), rng.normal(size=(19, 2))
+        for dtype in DTYPES:
+            gpu = KernelSource.from_points(
+                X, Z, "softmax", gamma=0.9, center=center, dtype=dtype, device="cuda"
+            )
+            _close(gpu.matmat(Om), G @ Om, dtype)
+            _close(gpu.rmatmat(Ps), G.T @ Ps, dtype)
+            _close(gpu.dense(), G, dtype)
+            _close(gpu.cols([12, 0]), G[:, [12, 0]], dtype)
 
     @pytest.mark.parametrize("dtype", DTYPES)
     def test_ragged_tiles_and_bands(dtype):

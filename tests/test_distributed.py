@@ -149,6 +149,32 @@ def test_kernel_source_of_data_matrix(client):
     assert type(S).__name__ == "StructuredKernelSource"
 
 
+@pytest.mark.parametrize("center", [False, True])
+def test_softmax_on_the_cluster_matches_the_formula(client, center):
+    """Softmax attention on two workers (several row blocks) equals the numpy formula to
+    1e-12, every pass, with logits over 1e3 (a naive exp overflows)."""
+    rng = np.random.default_rng(8)
+    X, Z = rng.normal(size=(150, 6)), rng.normal(size=(130, 6))
+    X[:5] *= 200.0  # rows whose logits reach thousands
+    S = X @ Z.T / 0.9
+    assert np.abs(S).max() > 1e3
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    G = E / E.sum(axis=1, keepdims=True)
+    if center:
+        G = G - G.mean(axis=0) - G.mean(axis=1, keepdims=True) + G.mean()
+    kw = dict(gamma=0.9, center=center, chunk_bytes=CHUNK)
+    with KernelSource.from_points(X, Z, "softmax", client=client, **kw) as dist:
+        assert len(dist.block_bounds) > 1
+        V, P = rng.normal(size=(130, 3)), rng.normal(size=(150, 2))
+        _close(G @ V, dist.matmat(V))
+        _close(G.T @ P, dist.rmatmat(P))
+        Y, W = dist.sketch(V, P)
+        _close(G @ V, Y)
+        _close(G.T @ P, W)
+        _close(G, dist.dense())
+        _close(G[:, [7, 0]], dist.cols([7, 0]))
+
+
 def test_bad_arguments(client):
     X, Z = _points(20, 20, 2, seed=5)
     with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):

@@ -28,7 +28,7 @@ def test_sklearn_compatible(estimator, check):
 
 
 @pytest.mark.parametrize("shape", [(40, 40), (50, 12), (12, 30)])
-@pytest.mark.parametrize("kernel", ["sne", "rbf", "t", "linear", "poly"])
+@pytest.mark.parametrize("kernel", ["sne", "rbf", "t", "linear", "poly", "softmax"])
 def test_shapes(shape, kernel):
     A = _data(*shape)
     est = KSVD(3, kernel=kernel, random_state=0).fit(A)
@@ -42,7 +42,7 @@ def test_shapes(shape, kernel):
     assert list(est.get_feature_names_out()) == [f"ksvd{i}" for i in range(3)]
 
 
-@pytest.mark.parametrize("kernel", ["sne", "rbf", "t", "poly"])
+@pytest.mark.parametrize("kernel", ["sne", "rbf", "t", "poly", "softmax"])
 @pytest.mark.parametrize("compat", ["pinv", "pca", "random"])
 @pytest.mark.parametrize("center", [True, False])
 def test_transform_of_training_rows_reproduces_left_features(kernel, compat, center):

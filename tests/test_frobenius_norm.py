@@ -11,7 +11,7 @@ from ksvd_bench.kernels import KernelSource
 from ksvd_bench.kernels.source import FROBENIUS_RTOL
 from ksvd_bench.metrics import frobenius_norm
 
-KERNELS = ("sne", "t", "rbf", "linear", "poly")
+KERNELS = ("sne", "t", "rbf", "linear", "poly", "softmax")
 
 
 def _points(seed=0):

@@ -64,7 +64,7 @@ def test_blocks_equal_full_matrix(kernel, shape, compat, sparse, center):
     m=st.integers(1, 10),
     sparse=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
-    kernel=st.sampled_from(["sne", "t", "rbf"]),
+    kernel=st.sampled_from(["sne", "t", "rbf", "softmax"]),
 )
 @settings(max_examples=20, deadline=None)
 def test_blocks_equal_full_matrix_hypothesis(n, m, sparse, seed, kernel):

@@ -28,6 +28,8 @@ def oracle(X, Z, kernel, gamma=1.0, degree=2, coef0=1.0):
         return X @ Z.T
     if kernel == "poly":
         return polynomial_kernel(X, Z, degree=degree, gamma=1.0, coef0=coef0)
+    if kernel == "softmax":
+        return softmax(X @ Z.T / gamma, axis=1)
     d2 = euclidean_distances(X, Z, squared=True)
     if kernel == "rbf":
         return np.exp(-d2 / gamma**2)
@@ -92,7 +94,7 @@ def test_kernel_float32_in_float32_out(kernel, prob):
     assert kernel_matrix(X, Z, kernel, gamma=gamma, dtype="float32").dtype == np.float32
 
 
-@pytest.mark.parametrize("kernel", ["sne", "t"])
+@pytest.mark.parametrize("kernel", ["sne", "t", "softmax"])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_rows_sum_to_one(kernel, sparse):
     rng = np.random.default_rng(1)

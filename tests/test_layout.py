@@ -329,8 +329,10 @@ LAZY_IMPORTS_PENDING = {
     "ksvd_bench.race.scale.runners",
     "ksvd_bench.race.scale.table",
     "ksvd_bench.report.figures",
+    "ksvd_bench.report.messages",
     "ksvd_bench.report.record",
     "ksvd_bench.report.tables",
+    "solvers._certificate",
     "solvers.nystrom",
     "solvers.sampling",
 }

@@ -166,7 +166,7 @@ class _Holder:
         return self.jp
 
 
-@pytest.mark.parametrize("kernel", ["rbf", "sne", "t", "linear"])
+@pytest.mark.parametrize("kernel", ["rbf", "sne", "t", "linear", "softmax"])
 @pytest.mark.parametrize("center", [False, True])
 def test_rpcholesky_with_all_pivots_is_exact(kernel, center):
     X, Z = _points()

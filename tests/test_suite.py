@@ -4,6 +4,7 @@ performance and data profiles) and the failures table (issue 19, section 3)."""
 import json
 import math
 
+import numpy as np
 import pytest
 
 from ksvd_bench.cli import main
@@ -115,9 +116,11 @@ def test_default_collection_holds_what_the_issue_asks():
         "synthetic-poly",
         "synthetic-flat",
         "lazy-points",
+        "attention",
+        "lazy-attention",
     ):
         assert name in names
-    assert isinstance(coll.version, int) and coll.version >= 1
+    assert coll.version == 2  # version 2: the attention problems (issue 33)
     assert LAZY_SIZES[0] >= 20_000
     assert coll.settings["methods"] == DEFAULT_METHODS
     assert set(QUICK_SKIPS) <= set(names)
@@ -131,6 +134,30 @@ def test_digits_problem_is_two_point_sets_by_class():
     problem = spec.build(True, 0)
     assert problem.points is not None and problem.shape == (901, 896)
     assert problem.points[0].shape[1] == 64
+
+
+def test_attention_problems_are_softmax_of_queries_and_keys():
+    """The attention builders: softmax of seeded low-rank-plus-noise queries and keys, lazy
+    above the memory limit (sizes shrunk here; the collection's are 4096 and 20000)."""
+    from scipy.special import softmax
+
+    from ksvd_bench.datasets import make_attention_points
+    from ksvd_bench.race.suite.collection import (
+        ATTENTION_SIZES,
+        LAZY_ATTENTION_SIZE,
+        _attention,
+    )
+
+    assert ATTENTION_SIZES == (4096, 2048) and LAZY_ATTENTION_SIZE == 20_000
+    problem = _attention(lambda quick: 150, "attention")(True, 3)
+    assert problem.kernel == "softmax" and problem.gamma == 8.0 and not problem.is_lazy
+    Q, K = make_attention_points(150, d=64, rank=96, random_state=3)
+    np.testing.assert_array_equal(problem.points[0], Q)
+    np.testing.assert_allclose(problem.G, softmax(Q @ K.T / 8.0, axis=1), rtol=0, atol=1e-14)
+    lazy = _attention(lambda quick: 150, "lazy-attention", 1000.0)(False, 3)
+    assert lazy.is_lazy and lazy.G.kernel == "softmax"
+    V = np.random.default_rng(0).normal(size=(150, 2))
+    np.testing.assert_allclose(lazy.G.matmat(V), problem.G @ V, rtol=0, atol=1e-13)
 
 
 def _smoke(name, renamed):
@@ -236,5 +263,6 @@ def test_cli_suite_refuses_unknown_problem_before_any_work(tmp_path, capsys):
 def test_cli_suite_list_names_collection_and_version(capsys):
     assert main(["suite", "--list"]) == 0
     out = capsys.readouterr().out
-    assert "collection 'default' version 1" in out and "lazy-points" in out
+    assert "collection 'default' version 2" in out and "lazy-points" in out
+    assert "lazy-attention" in out
     assert suite_module.DEFAULT_COLLECTION == "default"

@@ -528,3 +528,32 @@ def test_clustered_points_more_clusters_than_dimensions():
 def test_clustered_points_validation(kwargs, error, match):
     with pytest.raises(error, match=match):
         make_clustered_points(**kwargs)
+
+
+def test_attention_points_are_seeded_low_rank_plus_noise():
+    from ksvd_bench.datasets import make_attention_points
+
+    P = make_attention_points(400, d=16, rank=8, model_dim=32, noise=0.0, random_state=0)
+    Q, K = P
+    assert Q.shape == K.shape == (400, 16) and P.gamma == 4.0
+    assert P.params["self_attention"] and P.params["rank"] == 8
+    # noiseless tokens of rank 8: so are the queries and keys (the projections of one T)
+    for V in (Q, K):
+        s = np.linalg.svd(V, compute_uv=False)
+        assert s[7] > 1e-3 * s[0] and s[8] < 1e-12 * s[0]
+    again = make_attention_points(400, d=16, rank=8, model_dim=32, noise=0.0, random_state=0)
+    np.testing.assert_array_equal(again.X, Q)
+    np.testing.assert_array_equal(again.Z, K)
+    noisy = make_attention_points(400, d=16, rank=8, model_dim=32, random_state=0)
+    assert np.linalg.svd(noisy.X, compute_uv=False)[15] > 0.1  # noise: full rank d
+    # logits q.k / sqrt(d) of about unit spread, as in a trained head
+    assert 0.5 < np.std(noisy.X @ noisy.Z.T / noisy.gamma) < 2.0
+    cross = make_attention_points(50, 70, d=4, random_state=1, dtype=np.float32)
+    assert cross.X.shape == (50, 4) and cross.Z.shape == (70, 4)
+    assert cross.X.dtype == np.float32 and not cross.params["self_attention"]
+    with pytest.raises(ValueError, match="rank must be <= model_dim = 32, got 40"):
+        make_attention_points(10, rank=40, model_dim=32)
+    with pytest.raises(ValueError, match="noise must be >= 0"):
+        make_attention_points(10, noise=-1.0)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        make_attention_points(10.5)

@@ -146,7 +146,23 @@ def _write_bad(tmp_path, case):
     if case == "pickle":
         path = tmp_path / "objects.npy"
         np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
-        return path, "not a readable"
+        return path, "holds pickled data .*: pickled arrays are refused"
+    if case == "pickle-npz":
+        path = tmp_path / "objects.npz"
+        np.savez(path, A=np.array([{"a": 1}], dtype=object))
+        return path, "pickled arrays are refused"
+    if case == "directory":
+        path = tmp_path / "folder.npy"
+        path.mkdir()
+        return path, "is a directory"
+    if case == "decimal-comma-csv":
+        path = tmp_path / "euro.csv"
+        path.write_text("1,5;2\n3;4,25\n")
+        return path, "line 1, column 1: '1,5' is not a real number .a decimal comma"
+    if case == "space-csv":
+        path = tmp_path / "spaced.csv"
+        path.write_text("1 2 3\n4 5 6\n")
+        return path, "line 1, column 1: .* .numbers separated by spaces"
     if case == "empty":
         path = tmp_path / "nothing.npy"
         np.save(path, np.zeros((0, 5)))
@@ -201,6 +217,8 @@ BAD = (
     "corrupt",
     "truncated",
     "pickle",
+    "pickle-npz",
+    "directory",
     "empty",
     "empty-csv",
     "nan",
@@ -211,6 +229,8 @@ BAD = (
     "many-arrays",
     "ragged-csv",
     "text-csv",
+    "decimal-comma-csv",
+    "space-csv",
     "suffix",
 )
 
@@ -232,6 +252,20 @@ def test_reader_returns_checked_float64(tmp_path):
     A = read_user_matrix(path, problem="p")
     assert A.dtype == np.float64 and A.flags.c_contiguous
     np.testing.assert_array_equal(A, [[1, 2], [3, 4]])
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t"])
+@pytest.mark.parametrize("header", [False, True])
+def test_semicolon_and_tab_separated_csv_is_read(tmp_path, delimiter, header):
+    """Issue 33: line 1 of "1;2;3" silently became a header, and the error named line 2."""
+    path = tmp_path / "table.csv"
+    lines = ([delimiter.join(["a", "b", "c"])] if header else []) + [
+        delimiter.join(["1", "2", "3.5"]),
+        delimiter.join(["4", "-5e-3", "6"]),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    A = read_user_matrix(path, problem="p")
+    np.testing.assert_array_equal(A, [[1, 2, 3.5], [4, -5e-3, 6]])
 
 
 def test_three_point_files_are_refused(tmp_path):
@@ -307,6 +341,37 @@ def test_bad_file_stops_everything_before_any_kernel_is_built(tmp_path, monkeypa
     assert built == []
 
 
+@pytest.mark.parametrize(
+    ("kind", "files", "shape"),
+    [
+        ("--data", [(30, 8)], "30x8"),
+        ("--points", [(12, 3), (40, 3)], "12x40"),
+        ("--matrix", [(25, 20)], "25x20"),
+    ],
+)
+def test_a_rank_larger_than_the_matrix_is_refused_before_the_kernel_is_built(
+    tmp_path, monkeypatch, capsys, kind, files, shape
+):
+    """Issue 33: ``compare --rank`` above min(N, M) of a user's G took 12 s to refuse."""
+    from ksvd_bench.cli import main
+
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("a kernel was built before --rank was checked")
+
+    for builder in ("problem_from_data", "problem_from_points", "_given_matrix"):
+        monkeypatch.setattr(problems_module, builder, no_kernel)
+    paths = []
+    for i, size in enumerate(files):
+        paths.append(str(tmp_path / f"p{i}.npy"))
+        np.save(paths[-1], _data(i, size))
+    with pytest.raises(SystemExit) as info:
+        main(["compare", kind, *paths, "--rank", "21", "--out", str(tmp_path / "out")])
+    assert info.value.code == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    n = min(int(v) for v in shape.split("x"))
+    assert f"--rank must be at most min(N, M) = {n} of its kernel matrix ({shape})" in first
+
+
 def test_two_problems_with_one_name_are_refused(tmp_path):
     (tmp_path / "d").mkdir()
     np.save(tmp_path / "a.npy", _data(0))
@@ -361,12 +426,45 @@ def test_compare_races_a_lazy_points_file_with_every_method_named(tmp_path):
         )
         == 0
     )
-    rows = json.loads((out / "compare.json").read_text())["rows"]
+    record = json.loads((out / "compare.json").read_text())
+    rows = record["rows"]
     assert {r["dataset"] for r in rows} == {"clusters"}  # no cora beside it
     assert {r["method"] for r in rows} == {"rsvd", "asym_nystrom_rpcholesky"}
+    # issue 33: a point-set G is uncentred, and the record says so (it said center True)
+    assert record["meta"]["center"] is False
+    assert record["meta"]["problems"]["clusters"]["center"] is False
+    assert record["meta"]["problems"]["clusters"]["gamma"] == 1.0
+    assert record["meta"]["ignored_flags"] == {}
     assert all(r["stop"] == "reference" for r in rows)  # rpcholesky ran: not n/a
     assert all("block Krylov" in r["note"] for r in rows)
     assert all(r["converged"] for r in rows)
+
+
+def test_flags_a_matrix_problem_does_not_use_are_recorded_as_ignored(tmp_path, capsys):
+    """Issue 33: ``--kernel`` and ``--gamma`` with ``--matrix`` changed nothing, yet the record
+    kept ``kernel rbf`` and ``center True`` as if applied."""
+    import json
+
+    from ksvd_bench.cli import main
+
+    np.save(tmp_path / "gram.npy", _data(2, (30, 20)))
+    out = tmp_path / "out"
+    argv = ["compare", "--matrix", str(tmp_path / "gram.npy"), "--kernel", "rbf", "--gam", "2"]
+    argv += ["--rank", "2", "--methods", "tsvd", "--seeds", "1", "--eps", "0.1"]
+    argv += ["--measures", "uniform", "--no-residual", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    meta = json.loads((out / "compare.json").read_text())["meta"]
+    assert sorted(meta["ignored_flags"]) == ["--gamma", "--kernel"]
+    assert "--data" in meta["ignored_flags"]["--gamma"]
+    assert meta["kernel"] is None and meta["center"] is False
+    assert meta["problems"]["gram"] == {
+        "source": str(tmp_path / "gram.npy"),
+        "kernel": None,
+        "gamma": None,
+        "center": False,
+    }
+    err = capsys.readouterr().err
+    assert "ksvd-bench compare: ignored --kernel: applies to" in err
 
 
 def test_compare_refuses_a_bad_file_with_a_usage_error(tmp_path, capsys):

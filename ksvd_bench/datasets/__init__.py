@@ -10,8 +10,10 @@ from ._files import DATA_DIR, DatasetError, read_user_matrix
 from .graphs import FEATURE_GRAPHS, GRAPHS, Graph, load_features, load_graph
 from .synthetic import (
     DECAYS,
+    AttentionPoints,
     ClusteredPoints,
     KernelProblem,
+    make_attention_points,
     make_clustered_points,
     make_directed_graph,
     make_kernel_problem,
@@ -27,6 +29,7 @@ __all__ = [
     "GRAPHS",
     "TABLES",
     "TABLE_ALIASES",
+    "AttentionPoints",
     "ClusteredPoints",
     "DatasetError",
     "Graph",
@@ -35,6 +38,7 @@ __all__ = [
     "load_features",
     "load_graph",
     "load_table",
+    "make_attention_points",
     "make_clustered_points",
     "make_directed_graph",
     "make_kernel_problem",

@@ -6,15 +6,17 @@ returns. Any problem raises :class:`DatasetError` naming the file and what is wr
 
 :func:`read_user_matrix` reads a user's own matrix (``compare --data/--points/--matrix``):
 ``.npy``, ``.npz`` (one array, or a sparse matrix saved by ``scipy.sparse.save_npz``),
-MatrixMarket ``.mtx`` and ``.csv``, with the same refusals (missing, corrupt, empty, not 2-d,
-complex, not numbers, NaN/Inf, a sparse matrix with broken index arrays), each naming the file
-and the problem it was meant for.
+MatrixMarket ``.mtx`` and ``.csv`` (comma, semicolon or tab separated), with the same
+refusals (missing, a directory, corrupt, pickled, empty, not 2-d, complex, not numbers,
+NaN/Inf, a sparse matrix with broken index arrays), each naming the file and the problem it
+was meant for.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
+import io
 import math
 import os
 from pathlib import Path
@@ -370,20 +372,60 @@ def _parses(cell):
     return True
 
 
+#: what separates the cells of a ``.csv`` file, and its name in the messages
+_DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab"}
+
+
+def _delimiter(text):
+    """The separator of a table: a semicolon or a tab where its first line has one and no
+    comma (a semicolon also where commas are decimal marks, as some locales write), else a
+    comma. A number never holds a semicolon or a tab, so neither is taken by mistake."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if ";" in first:
+        return ";"
+    return "\t" if "\t" in first and "," not in first else ","
+
+
+def _looks_numeric(cell):
+    """A number, or what a person meant as numbers (a decimal comma, numbers separated by
+    spaces): such a first line is data to refuse with its reason, never a header to drop."""
+    parts = cell.replace(",", ".").split()
+    return bool(parts) and all(_parses(part) for part in parts)
+
+
+def _not_a_number(line, column, cell, delimiter):
+    """The error for a cell that is not a number, with the likely cause where one shows."""
+    hint = ""
+    if "," in cell and _parses(cell.replace(",", ".")):
+        hint = " (a decimal comma: write numbers with a decimal point)"
+    elif len(cell.split()) > 1 and all(_parses(part) for part in cell.split()):
+        hint = " (numbers separated by spaces: separate cells by commas, semicolons or tabs)"
+    else:
+        other = [name for d, name in _DELIMITERS.items() if d != delimiter and d in cell]
+        if other:
+            hint = (
+                f" (the cells are {_DELIMITERS[delimiter]}-separated; this one holds a {other[0]})"
+            )
+    return DatasetError(f"line {line}, column {column}: {cell!r} is not a real number{hint}")
+
+
 def _user_csv(path):
     """A numeric table; a first line none of whose cells is a number is a header.
 
-    A first line that mixes numbers and other cells is refused: it is neither a header nor a
-    data row, and taking it for a header would silently drop a row. A UTF-8 byte-order mark
-    (as Excel writes) is skipped.
+    Cells are separated by commas, semicolons or tabs (:func:`_delimiter`). A first line
+    that mixes numbers and other cells is refused: it is neither a header nor a data row,
+    and taking it for a header would silently drop a row. A UTF-8 byte-order mark (as Excel
+    writes) is skipped.
     """
     rows = []  # (line number in the file, stripped cells)
     with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle)
-        for record in reader:
-            if record and any(cell.strip() for cell in record):
-                rows.append((reader.line_num, [cell.strip() for cell in record]))
-    if rows and not any(_parses(cell) for cell in rows[0][1]):
+        text = handle.read()
+    delimiter = _delimiter(text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    for record in reader:
+        if record and any(cell.strip() for cell in record):
+            rows.append((reader.line_num, [cell.strip() for cell in record]))
+    if rows and not any(_looks_numeric(cell) for cell in rows[0][1]):
         rows = rows[1:]  # a header line
     if not rows:
         return np.empty((0, 0))
@@ -400,9 +442,7 @@ def _user_csv(path):
             try:
                 out[i, j] = float(cell)
             except ValueError:
-                raise DatasetError(
-                    f"line {line}, column {j + 1}: {cell!r} is not a real number"
-                ) from None
+                raise _not_a_number(line, j + 1, cell, delimiter) from None
     return out
 
 
@@ -432,6 +472,13 @@ def _check_user_values(values, what):
             raise DatasetError(f"holds {bad} NaN or infinite value(s); {what} must be finite")
 
 
+def _unreadable(prefix, path, exc):
+    return DatasetError(
+        f"{prefix} is not a readable {path.suffix} file (corrupt or "
+        f"truncated?): {type(exc).__name__}: {exc}"
+    )
+
+
 def read_user_matrix(path, *, problem, what="a matrix"):
     """Read and check a user's matrix file: dense float64 array or float64 CSR matrix.
 
@@ -439,8 +486,9 @@ def read_user_matrix(path, *, problem, what="a matrix"):
     ----------
     path : str or os.PathLike
         ``.npy``, ``.npz`` (one array, or a sparse matrix from ``scipy.sparse.save_npz``),
-        ``.mtx`` (MatrixMarket, through ``scipy.io.mmread``) or ``.csv`` (numbers; a first
-        line none of whose cells is a number is a header; UTF-8, a byte-order mark allowed).
+        ``.mtx`` (MatrixMarket, through ``scipy.io.mmread``) or ``.csv`` (numbers separated
+        by commas, semicolons or tabs; a first line none of whose cells is a number is a
+        header; UTF-8, a byte-order mark allowed).
     problem : str
         Name of the problem the file is for (named in every error).
     what : str, default="a matrix"
@@ -456,13 +504,16 @@ def read_user_matrix(path, *, problem, what="a matrix"):
     Raises
     ------
     DatasetError
-        The file is missing, has an unknown suffix, cannot be read (corrupt, truncated, a
-        pickle), is empty, is not 2-d, holds complex numbers, non-numbers, NaN or Inf, or a
-        sparse matrix whose index arrays are broken (indices out of range, a decreasing or
-        short ``indptr``). The message names the file and the problem.
+        The file is missing or a directory, has an unknown suffix, cannot be read (corrupt,
+        truncated), holds pickled data (refused as such), is empty, is not 2-d, holds
+        complex numbers, non-numbers, NaN or Inf, or a sparse matrix whose index arrays are
+        broken (indices out of range, a decreasing or short ``indptr``). The message names
+        the file and the problem.
     """
     path = Path(path)
     prefix = f"problem {problem!r}: file {str(path)!r}"
+    if path.is_dir():
+        raise DatasetError(f"{prefix} is a directory; give the file of the matrix")
     if not path.is_file():
         raise DatasetError(f"{prefix} is missing (no such file)")
     if path.suffix.lower() not in USER_FORMATS:
@@ -483,11 +534,17 @@ def read_user_matrix(path, *, problem, what="a matrix"):
             _check_user_values(matrix, what)
     except DatasetError as exc:
         raise DatasetError(f"{prefix}: {exc}") from None
-    except _READ_ERRORS as exc:
+    except ValueError as exc:
+        # numpy's refusal of an object array or a pickle (both need allow_pickle=True)
+        if "allow_pickle" not in str(exc):
+            raise _unreadable(prefix, path, exc) from exc
         raise DatasetError(
-            f"{prefix} is not a readable {path.suffix} file (corrupt or "
-            f"truncated?): {type(exc).__name__}: {exc}"
-        ) from exc
+            f"{prefix} holds pickled data (an object array, or a pickle): pickled arrays "
+            f"are refused, since loading one can run code; save {what} as a numeric array "
+            f"(numpy.save of a float array)"
+        ) from None
+    except _READ_ERRORS as exc:
+        raise _unreadable(prefix, path, exc) from exc
     if matrix.ndim != 2:
         raise DatasetError(f"{prefix} holds an array of shape {matrix.shape}; {what} must be 2-d")
     if 0 in matrix.shape:

@@ -14,13 +14,9 @@ from .reference import _check_rank
 __all__ = ["EFFORT_OPTION", "effort_schedule"]
 
 _NYSTROM = ("sym_nystrom", "asym_nystrom")
-#: The solver option each method's effort sets.
+#: The solver option each method's effort sets (declared in ``solvers.SOLVERS``).
 EFFORT_OPTION = {
-    "sym_nystrom": "n_samples",
-    "asym_nystrom": "n_samples",
-    "rsvd": "n_oversamples",
-    "block_krylov": "n_iter",
-    "generalized_nystrom": "n_oversamples",
+    name: spec.effort_option for name, spec in solvers.SOLVERS.items() if spec.effort_option
 }
 # Block oversampling of block_krylov assumed when the solver's own default cannot be read.
 _BLOCK_KRYLOV_OVERSAMPLES = 10

@@ -14,7 +14,7 @@ passes that compute each tile of G in cache and multiply it at once, on the back
 
 from .compat import compat_data, compat_maps
 from .matrix import center_matrix, kernel_matrix
-from .params import COMPATS, EXP_KERNELS, KERNELS, paper_gamma
+from .params import COMPATS, EXP_KERNELS, KERNELS, paper_gamma, softmax_gamma
 from .source import KernelSource, ksvd_kernel
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "EXP_KERNELS",
     "COMPATS",
     "paper_gamma",
+    "softmax_gamma",
     "kernel_matrix",
     "center_matrix",
     "compat_data",

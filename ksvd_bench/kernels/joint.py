@@ -8,6 +8,10 @@ semidefinite and ``K[:N, N:] = K_XZ``. The matrices of :class:`KernelSource` der
 
 * rbf, linear, poly: ``G = K_XZ``;
 * sne, t: ``G = D^-1 K_XZ``, ``D = diag(K_XZ 1)`` (rows normalised over all of Z);
+* softmax: ``G = D^-1 K_XZ`` with ``k(u, v) = exp((u.v - c) / gamma)``, the exponential of
+  the linear kernel (PSD) times the constant ``exp(-c / gamma)``, ``c`` the largest squared
+  norm of the stacked points, so no entry exceeds 1 (the normalisation removes the
+  constant, and the source's translation of Z, a factor per row, alike);
 * then, when centring, ``H_N G H_M``.
 
 :class:`JointKernel` evaluates columns, blocks and the diagonal of K on demand (float64),
@@ -28,8 +32,8 @@ from .matrix import squared_norms
 
 __all__ = ["JointKernel", "joint_kernel_of"]
 
-_EXP, _T, _LINEAR, _POLY = "exp", "t", "linear", "poly"
-_FORM = {"rbf": _EXP, "sne": _EXP, "t": _T, "linear": _LINEAR, "poly": _POLY}
+_EXP, _T, _LINEAR, _POLY, _SOFTMAX = "exp", "t", "linear", "poly", "softmax"
+_FORM = {"rbf": _EXP, "sne": _EXP, "t": _T, "linear": _LINEAR, "poly": _POLY, "softmax": _SOFTMAX}
 #: columns evaluated per chunk (bounds the float64 work buffer to (N + M) x this)
 _CHUNK_COLS = 256
 
@@ -45,9 +49,10 @@ class JointKernel:
     ----------
     X : ndarray of shape (N, d) or CSR matrix
     Z : ndarray of shape (M, d) or CSR matrix
-    kernel : {"rbf", "sne", "t", "linear", "poly"}
+    kernel : {"rbf", "sne", "t", "linear", "poly", "softmax"}
     inv_g2 : float
-        ``1 / gamma^2`` on the scale of the given points (distance kernels).
+        ``1 / gamma^2`` on the scale of the given points (distance kernels; softmax:
+        ``1 / gamma``).
     degree, coef0 : float
         Parameters of "poly" (integer degree >= 1, coef0 >= 0).
     center : bool
@@ -58,7 +63,7 @@ class JointKernel:
     n_x, n_z : int
         N and M.
     normalise : bool
-        True for "sne" and "t": ``G = D^-1 K_XZ``.
+        True for "sne", "t" and "softmax": ``G = D^-1 K_XZ``.
     center : bool
     n_entries : int
         Entries of K evaluated so far (``diag`` counts N + M).
@@ -80,7 +85,7 @@ class JointKernel:
         self.kernel = kernel
         self._form = _FORM[kernel]
         self.n_x, self.n_z = int(X.shape[0]), int(Z.shape[0])
-        self.normalise = kernel in ("sne", "t")
+        self.normalise = kernel in ("sne", "t", "softmax")
         self.center = bool(center)
         self.inv_g2 = float(inv_g2)
         self.degree = float(degree)
@@ -90,6 +95,8 @@ class JointKernel:
         self._Z = Z.astype(np.float64) if sp.issparse(Z) else np.ascontiguousarray(Z, np.float64)
         self._xx = squared_norms(self._X)
         self._zz = squared_norms(self._Z)
+        #: softmax's exponent offset: the largest squared norm (module docstring)
+        self._c = max(float(np.max(self._xx)), float(np.max(self._zz)))
         self.n_entries = 0
 
     @property
@@ -117,6 +124,10 @@ class JointKernel:
         if self._form == _POLY:
             C += self.coef0
             return C**self.degree
+        if self._form == _SOFTMAX:
+            C -= self._c
+            C *= self.inv_g2
+            return np.exp(C, out=C)
         C *= -2.0
         C += aa[:, None]
         C += bb[None, :]
@@ -133,6 +144,8 @@ class JointKernel:
         if self._form in (_EXP, _T):
             return np.ones(self.n_x + self.n_z)
         d = np.concatenate([self._xx, self._zz])
+        if self._form == _SOFTMAX:
+            return np.exp((d - self._c) * self.inv_g2)
         return d if self._form == _LINEAR else (d + self.coef0) ** self.degree
 
     def columns(self, idx):

@@ -15,7 +15,10 @@ or not) differently, and the bits of a result would depend on what the process c
 without Intel SVML (which pip's llvmlite cannot use) a call to libm's ``exp`` per entry
 is several times slower and dominated the SNE build.
 
-Kernel codes (``kind``): 0 = "rbf", 1 = "sne", 2 = "t".
+Kernel codes (``kind``): 0 = "rbf", 1 = "sne", 2 = "t", 5 = "softmax" (the codes of
+:data:`~ksvd_bench.kernels.backends.base.CODES`). Softmax runs SNE's code with minus the
+cross product in place of the squared distance (unclamped: it may be negative) and
+``1 / gamma`` in place of ``1 / gamma^2``: ``exp((x.z - max_j x.z) / gamma)``, normalised.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from numba.extending import intrinsic, overload
 
 from .ordered import EXACT_FASTMATH
 
-RBF, SNE, T = 0, 1, 2
+RBF, SNE, T, SOFTMAX = 0, 1, 2, 5
 #: width of the column chunks of the column-sum kernel (fixed: it sets the summation order)
 COL_CHUNK = 256
 
@@ -319,14 +322,20 @@ def _kernel_row(crow, xi, zz, inv_g2, kind, buf, orow):
 
     ``crow[j] = x_i . z_j`` and ``xi = |x_i|^2``; ``buf`` (float64) is a work row of length
     ``m``. ``orow`` may be ``crow`` itself (each entry is read before any is written).
-    Returns the row's ``(shift, scale)``.
+    Returns the row's ``(shift, scale)``. Softmax takes ``d_j = -x_i . z_j`` (``xi`` and
+    ``zz`` unused) and ``inv_g2 = 1 / gamma``: its shift is minus the row's largest cross
+    product, so its largest entry is ``exp(0)`` as SNE's nearest one is.
     """
     m = buf.shape[0]
-    for j in range(m):
-        d = xi + zz[j] - 2.0 * crow[j]
-        buf[j] = d if d > 0.0 else 0.0
+    if kind == SOFTMAX:
+        for j in range(m):
+            buf[j] = -crow[j]
+    else:
+        for j in range(m):
+            d = xi + zz[j] - 2.0 * crow[j]
+            buf[j] = d if d > 0.0 else 0.0
     mn = 0.0
-    if kind == SNE:
+    if kind == SNE or kind == SOFTMAX:
         # a loop of its own: it vectorises (a minimum is exact in any order), where a running
         # minimum in the loop above kept that loop scalar without fastmath's "reassoc"
         mn = np.inf
@@ -354,9 +363,10 @@ def dense_rows(C, xx, zz, inv_g2, kind, shift, scale):
     ``d_ij = max(xx[i] + zz[j] - 2 C[i, j], 0)`` (negative values are cancellation error).
     For SNE each row is shifted by its smallest distance before ``exp`` (log-sum-exp), so
     the largest entry is exp(0) = 1 and the row sum cannot underflow or overflow. SNE and t
-    rows are divided by their sums. ``shift[i]`` and ``scale[i]`` (1 / row sum; 1 for rbf)
-    receive the per-row constants so that any block can later be evaluated alone. Each row
-    is worked on in a float64 buffer whatever the dtype of ``C``.
+    rows are divided by their sums (softmax: ``d_ij = -C[i, j]``, shifted by the row's
+    largest cross product, see :func:`_kernel_row`). ``shift[i]`` and ``scale[i]`` (1 / row
+    sum; 1 for rbf) receive the per-row constants so that any block can later be evaluated
+    alone. Each row is worked on in a float64 buffer whatever the dtype of ``C``.
     """
     n, m = C.shape
     for i in prange(n):

@@ -11,12 +11,13 @@ import scipy.sparse as sp
 from . import leaves as nb
 from .ordered import count_nonfinite, dense_cross
 from .ordered import one_blas_thread as _one_blas_thread
-from .params import check_gamma, check_kernel
+from .params import check_gamma, check_kernel, softmax_gamma
 from .sparse_structure import checked_csr
 
 __all__ = ["kernel_matrix", "center_matrix"]
 
-_KIND = {"rbf": nb.RBF, "sne": nb.SNE, "t": nb.T}
+#: the kernels with a gamma, by their Numba code (the others: "linear", "poly")
+_KIND = {"rbf": nb.RBF, "sne": nb.SNE, "t": nb.T, "softmax": nb.SOFTMAX}
 #: rows of one cross-product chunk of the fused dense builder: FUSED_CHUNK_BYTES of float64
 #: and at most 1/FUSED_MIN_CHUNKS of the rows, within [FUSED_MIN_ROWS, FUSED_MAX_ROWS] (sizes
 #: only, never the thread count). BLAS packs all of Z for every chunk, so chunks of a few rows
@@ -237,7 +238,7 @@ def _times_power_of_two(X, e):
     return np.ldexp(X, e).astype(X.dtype, copy=False)
 
 
-def translate_to_mean(X, Z):
+def translate_to_mean(X, Z, *, columns_only=False):
     """Dense ``X`` and ``Z`` translated by their common mean, in float64.
 
     Distances, and so the distance kernels, do not change under a common translation, but
@@ -247,10 +248,16 @@ def translate_to_mean(X, Z):
     Sparse input is returned as it is (a translation would make it dense), and so are
     points whose mean or translate would overflow (magnitudes near the float64 maximum).
 
+    ``columns_only`` (softmax) translates ``Z`` alone, by its own mean ``mu``: ``x . (z -
+    mu) = x . z - x . mu`` changes each row by a constant, which the row normalisation
+    removes, and the cross products (so their rounding) no longer carry ``Z``'s offset.
+
     Parameters
     ----------
     X, Z : ndarray or CSR matrix
         Validated, finite points with the same number of columns.
+    columns_only : bool, default=False
+        Translate ``Z`` only, by its own mean (``X`` is returned as it is).
 
     Returns
     -------
@@ -258,23 +265,23 @@ def translate_to_mean(X, Z):
     """
     if sp.issparse(X) or sp.issparse(Z):
         return X, Z
-    n, m = X.shape[0], Z.shape[0]
+    n, m = (0, 1) if columns_only else (X.shape[0], Z.shape[0])
     with np.errstate(over="ignore", invalid="ignore"):
         # weighted means of each set: neither sum of the (huge) coordinates can overflow
-        mu = (n / (n + m)) * X.mean(axis=0, dtype=np.float64) + (m / (n + m)) * Z.mean(
-            axis=0, dtype=np.float64
-        )
+        mu = (m / (n + m)) * Z.mean(axis=0, dtype=np.float64)
+        if n:
+            mu = mu + (n / (n + m)) * X.mean(axis=0, dtype=np.float64)
         # one translation for both sets, exactly representable in both dtypes (distances
         # must not change); float32 points stay float32 (x - mu is exact near mu)
         mu = mu.astype(np.float32 if np.float32 in (X.dtype, Z.dtype) else np.float64)
-        Xt = X - mu.astype(X.dtype)
+        Xt = X if columns_only else X - mu.astype(X.dtype)
         Zt = Z - mu.astype(Z.dtype)
     if not (np.all(np.isfinite(Xt)) and np.all(np.isfinite(Zt))):
         return X, Z
     return Xt, Zt
 
 
-def scale_for_bandwidth(X, Z, gamma, dtype=np.float64, arithmetic=np.float64):
+def scale_for_bandwidth(X, Z, gamma, dtype=np.float64, arithmetic=np.float64, *, inner=False):
     """Points rescaled by a power of two where needed, and ``1 / gamma^2`` on that scale.
 
     The distance kernels depend on ``|x - z|^2 / gamma^2`` only. Data of extreme magnitude
@@ -295,12 +302,17 @@ def scale_for_bandwidth(X, Z, gamma, dtype=np.float64, arithmetic=np.float64):
         Dtype of the kernel arithmetic: float32 for the tiles of a float32 lazy source, which
         hold ``1 / gamma^2`` and ``|x - z|^2 / gamma^2`` in float32 (:func:`kernel_matrix`
         works in float64 whatever its output dtype).
+    inner : bool, default=False
+        The kernel reads ``x . z / gamma`` (softmax) instead of ``|x - z|^2 / gamma^2``: the
+        same checks hold with ``gamma`` in place of ``gamma^2`` (``magnitude^2 / gamma`` for
+        ``(magnitude / gamma)^2``), and the factor returned is ``2**(2 e) / gamma``.
 
     Returns
     -------
     X, Z : the (possibly rescaled) points, same types and dtypes
     inv_g2 : float
-        ``(2**e / gamma)^2`` with ``e`` the exponent applied (0 when unscaled).
+        ``(2**e / gamma)^2`` with ``e`` the exponent applied (0 when unscaled); with
+        ``inner``, ``2**(2 e) / gamma``.
 
     Raises
     ------
@@ -312,35 +324,59 @@ def scale_for_bandwidth(X, Z, gamma, dtype=np.float64, arithmetic=np.float64):
     """
     amax = max(_max_abs(X), _max_abs(Z))
     e = math.frexp(amax)[1] if amax > 0 else 0
-    log2_ratio = e - math.log2(gamma)
+    # log2 of magnitude / gamma, the kernel's scale (inner: of magnitude / sqrt(gamma))
+    root = 2 if inner else 1
+    log2_ratio = e - math.log2(gamma) / root
     free = SCALE_FREE_LOG2 if np.dtype(dtype) == np.float64 else SCALE_FREE_LOG2_F32
     if log2_ratio > MAX_LOG2_RATIO:
+        what, hard = ("magnitude^2 / gamma", "argmax")
+        if not inner:
+            what, hard = ("(magnitude / gamma)^2", "nearest-neighbour")
+        least = math.ldexp(1.0, root * (e - MAX_LOG2_RATIO))
         raise ValueError(
             f"gamma={gamma:.3g} is too small for data of magnitude {amax:.3g}: "
-            f"(magnitude / gamma)^2 overflows float64 (the kernel would be a hard "
-            f"nearest-neighbour assignment); use gamma >= {math.ldexp(1.0, e - MAX_LOG2_RATIO):.3g}"
-            f" or rescale the data"
+            f"{what} overflows float64 (the kernel would be a hard {hard} assignment); "
+            f"use gamma >= {least:.3g} or rescale the data"
         )
     if np.dtype(arithmetic) == np.float64:
         unscaled = log2_ratio <= MAX_LOG2_RATIO - free
     else:
-        unscaled = -2.0 * math.log2(gamma) <= MAX_LOG2_EXPONENT_F32
+        unscaled = -(2 // root) * math.log2(gamma) <= MAX_LOG2_EXPONENT_F32
     if abs(e) <= free and unscaled:
         e = 0
     else:
         X = _times_power_of_two(X, -e)
         Z = _times_power_of_two(Z, -e)
     inv = 1.0 / gamma
-    r = math.ldexp(inv, e) if math.isfinite(inv) else math.ldexp(1.0, e) / gamma
-    inv_g2 = r * r
+    if inner:
+        # x.z scales by 2**(-2 e): one power of two and one rounding (1 / gamma)
+        inv_g2 = math.ldexp(inv, 2 * e) if math.isfinite(inv) else math.ldexp(1.0, 2 * e) / gamma
+    else:
+        r = math.ldexp(inv, e) if math.isfinite(inv) else math.ldexp(1.0, e) / gamma
+        inv_g2 = r * r
     if np.dtype(arithmetic) == np.float32:
-        _check_float32_exponents(X, Z, gamma, amax, inv_g2)
+        _check_float32_exponents(X, Z, gamma, amax, inv_g2, inner)
     return X, Z, inv_g2
 
 
-def _check_float32_exponents(X, Z, gamma, amax, inv_g2):
+def prepare_points(X, Z, kernel, gamma, dtype=np.float64, arithmetic=np.float64):
+    """The points a kernel with a gamma is evaluated on, and its exponent factor.
+
+    :func:`translate_to_mean` (softmax: ``Z`` alone) then :func:`scale_for_bandwidth`
+    (softmax: ``inner``): returns ``(X, Z, inv_g2)``, ``inv_g2`` being ``1 / gamma^2``
+    (softmax: ``1 / gamma``) on the scale of the returned points.
+    """
+    inner = kernel == "softmax"
+    X, Z = translate_to_mean(X, Z, columns_only=inner)
+    return scale_for_bandwidth(X, Z, gamma, dtype, arithmetic, inner=inner)
+
+
+def _check_float32_exponents(X, Z, gamma, amax, inv_g2, inner=False):
     """Raise unless ``inv_g2`` and ``|x - z|^2 inv_g2`` (of the scaled points) stay below
-    ``2**MAX_LOG2_EXPONENT_F32``; ``|x - z|^2 <= (|x| + |z|)^2`` bounds the distances."""
+    ``2**MAX_LOG2_EXPONENT_F32``; ``|x - z|^2 <= (|x| + |z|)^2`` bounds the distances.
+
+    ``inner`` (softmax, ``inv_g2 = 1 / gamma``): the exponents are differences of cross
+    products, ``|x.z - x.z'| <= 2 |x| max |z| <= (|x| + |z|)^2``: the same bound holds."""
     d_max = (
         math.sqrt(float(np.max(squared_norms(X)))) + math.sqrt(float(np.max(squared_norms(Z))))
     ) ** 2
@@ -348,10 +384,11 @@ def _check_float32_exponents(X, Z, gamma, amax, inv_g2):
     top = max(d_max, 1.0) * inv_g2  # also holds 1 / gamma^2 itself (on the scale) in range
     if top <= limit:
         return
-    gamma_min = gamma * math.sqrt(top / limit) * (1.0 + 1e-6)
+    gamma_min = gamma * (top / limit if inner else math.sqrt(top / limit)) * (1.0 + 1e-6)
+    what = "|x.z| / gamma" if inner else "|x - z|^2 / gamma^2"
     raise ValueError(
         f"gamma={gamma:.3g} is too small for data of magnitude {amax:.3g} in float32 "
-        f"arithmetic: |x - z|^2 / gamma^2 reaches about {top:.3g}, beyond the float32 range "
+        f"arithmetic: {what} reaches about {top:.3g}, beyond the float32 range "
         f"(kept below 2^{MAX_LOG2_EXPONENT_F32} = {limit:.3g}); use dtype=float64 or "
         f"gamma >= {gamma_min:.3g}"
     )
@@ -380,8 +417,9 @@ def check_point_pair(X, Z, kernel, gamma, dtype):
     Returns ``(X, Z, kernel, gamma, dtype)`` as :func:`kernel_matrix` uses them: ``X`` and
     ``Z`` checked by :func:`check_data` and with the same number of columns, the canonical
     kernel name and the resolved dtype. ``gamma`` is required for the kernels with a
-    bandwidth (rbf, sne, t) and checked whenever given (the others ignore it). For "linear"
-    and "poly" the points must also fit in ``dtype`` (they are cast to it unscaled).
+    bandwidth (rbf, sne, t), defaults to ``sqrt(d)`` for softmax (:func:`softmax_gamma`)
+    and is checked whenever given (the others ignore it). For "linear" and "poly" the
+    points must also fit in ``dtype`` (they are cast to it unscaled).
     """
     kernel = check_kernel(kernel)
     X = check_data(X, "X")
@@ -392,6 +430,8 @@ def check_point_pair(X, Z, kernel, gamma, dtype):
             f"Z has {Z.shape[1]}"
         )
     dtype = _resolve_dtype(dtype, X, Z)
+    if kernel == "softmax" and gamma is None:
+        gamma = softmax_gamma(X.shape[1])
     if kernel in _KIND:
         if gamma is None:
             raise ValueError(f"gamma is required for kernel {kernel!r}")
@@ -425,12 +465,15 @@ def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center
         Row points ``x_i``. Sparse input is never densified.
     Z : array-like or scipy sparse matrix of shape (M, d)
         Column points ``z_j``.
-    kernel : {"sne", "rbf", "t", "linear", "poly"}, default="sne"
+    kernel : {"sne", "rbf", "t", "linear", "poly", "softmax"}, default="sne"
         ``"rbf"``: ``exp(-|x - z|^2 / gamma^2)``; ``"sne"``: the rbf row normalised to sum 1
         over all ``z_j``; ``"t"``: ``(1 + |x - z|^2 / gamma^2)^-1`` normalised per row;
-        ``"linear"``: ``x . z``; ``"poly"``: ``(x . z + coef0) ** degree``.
+        ``"linear"``: ``x . z``; ``"poly"``: ``(x . z + coef0) ** degree``; ``"softmax"``:
+        ``exp(x . z / gamma)`` normalised per row (softmax attention, queries ``X``, keys
+        ``Z``).
     gamma : float
-        Bandwidth (> 0) of "sne", "rbf" and "t"; required for them, ignored by the others
+        Bandwidth (> 0) of "sne", "rbf" and "t", required for them; temperature of
+        "softmax", default ``sqrt(d)`` (scaled dot-product attention); ignored by the others
         (but refused, like everywhere, if not a finite number > 0).
     degree : float, default=2
         Degree (>= 1) of "poly". Values that overflow (or, for a non-integer degree, that
@@ -459,7 +502,10 @@ def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center
     element-wise work runs in Numba kernels parallel over rows (``prange``) with each row's
     sums computed serially, so the result does not depend on the number of threads. SNE
     rows are shifted by their smallest distance before ``exp`` (log-sum-exp), so they stay
-    finite and sum to 1 for any ``gamma > 0``. For two sparse inputs the exp kernels
+    finite and sum to 1 for any ``gamma > 0``; softmax rows by their largest cross product
+    (``x . z / gamma`` of 1e300 is fine), after ``Z`` is translated by its mean (each row
+    changes by a constant that the normalisation removes; the cross products lose the
+    offset's rounding). For two sparse inputs the exp kernels
     factorise over the structural zeros of ``X @ Z.T`` (one ``exp`` per nonzero, not per
     entry), so building ``G`` costs about as much as writing it. Peak memory: ``G`` plus
     ``X @ Z.T`` when sparse (plus float64 copies of dense points).
@@ -479,8 +525,7 @@ def kernel_matrix(X, Z, kernel="sne", *, gamma=None, degree=2, coef0=1.0, center
         raise TypeError(f"center must be a bool, got {type(center).__name__}")
     inv_g2 = None
     if kernel in _KIND:
-        X, Z = translate_to_mean(X, Z)
-        X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma, dtype)
+        X, Z, inv_g2 = prepare_points(X, Z, kernel, gamma, dtype)
     G, _, _ = evaluate(X, Z, kernel, inv_g2, degree, coef0, dtype)
     check_finite_kernel(G, kernel, degree)
     if center:

@@ -13,7 +13,7 @@ from solvers.scaling import power_of_two_scale
 
 from .sparse_structure import checked_csr
 
-KERNELS = ("sne", "rbf", "t", "linear", "poly")
+KERNELS = ("sne", "rbf", "t", "linear", "poly", "softmax")
 #: kernels whose matrix is exp(-|x - z|^2 / gamma^2) up to row/column scalings
 EXP_KERNELS = ("sne", "rbf")
 #: the compatibility maps of the paper's Algorithm 2 (a0, a1, a2) and the square case
@@ -23,6 +23,21 @@ COMPATS = ("pinv", "pca", "random", None)
 def check_kernel(kernel):
     """The kernel's canonical name (case-insensitive, ``solvers.check_choice``)."""
     return check_choice("kernel", kernel, KERNELS)
+
+
+def structured_kernel_error(kernel):
+    """The ``ValueError`` of a kernel the structured source has no form for.
+
+    The structured source (:mod:`ksvd_bench.kernels.structured`) writes
+    ``exp(-|x_i - z_j|^2 / gamma^2)`` as row and column scalings of ``1 + expm1(2 (A @ A)_ij /
+    gamma^2)``, sparse where ``A @ A`` is: the exp kernels of squared distances only.
+    """
+    return ValueError(
+        f"the structured source needs kernel 'sne' or 'rbf', got {kernel!r}: it factorises "
+        f"exp(-|x - z|^2 / gamma^2) through the sparsity of A @ A, and has no form for other "
+        f"kernels (softmax's exp(x.z / gamma) included); use structured=False or 'auto' (the "
+        f"general lazy source, exact for every kernel)"
+    )
 
 
 def check_dtype(dtype):
@@ -44,6 +59,31 @@ def check_gamma(gamma):
     if not np.isfinite(gamma) or gamma <= 0:
         raise ValueError(f"gamma must be finite and > 0, got {gamma}")
     return gamma
+
+
+def softmax_gamma(n_features, factor=1.0):
+    """The default softmax temperature, ``factor * sqrt(d)`` (scaled dot-product attention).
+
+    With entries of unit variance, the logits ``x . z / sqrt(d)`` have unit variance
+    whatever ``d``.
+
+    Parameters
+    ----------
+    n_features : int
+        The dimension ``d`` of the points (the queries' and keys' width).
+    factor : float, default=1.0
+        Multiplier (> 0), as ``bandwidth_factor`` multiplies the paper's bandwidth rule.
+
+    Returns
+    -------
+    gamma : float
+
+    Examples
+    --------
+    >>> softmax_gamma(64)
+    8.0
+    """
+    return check_gamma(factor) * float(np.sqrt(n_features))
 
 
 def paper_gamma(A, bandwidth_factor=1.0):

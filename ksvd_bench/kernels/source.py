@@ -23,13 +23,19 @@ from .matrix import (
     check_finite_kernel,
     check_point_pair,
     kernel_matrix,
-    scale_for_bandwidth,
+    prepare_points,
     squared_norms,
-    translate_to_mean,
 )
 from .operands import check_operand, check_product
 from .ordered import ordered_dot, ordered_sum_squares
-from .params import EXP_KERNELS, check_gamma, check_kernel, paper_gamma
+from .params import (
+    EXP_KERNELS,
+    check_gamma,
+    check_kernel,
+    paper_gamma,
+    softmax_gamma,
+    structured_kernel_error,
+)
 
 __all__ = ["ksvd_kernel", "KernelSource", "FROBENIUS_RTOL"]
 
@@ -59,6 +65,9 @@ def _resolve_gamma(A, kernel, gamma, bandwidth_factor):
         raise ValueError(f"bandwidth_factor must be finite and > 0, got {bandwidth_factor}")
     if kernel not in _KIND:
         return None if gamma is None else check_gamma(gamma)
+    if gamma is None and kernel == "softmax":
+        # every compat map gives points of dimension min(N, M) (compat_data)
+        return softmax_gamma(min(A.shape), bandwidth_factor)
     if gamma is None:
         return paper_gamma(A, bandwidth_factor)
     return check_gamma(gamma)
@@ -89,13 +98,15 @@ def ksvd_kernel(
     ----------
     A : array-like or scipy sparse matrix of shape (N, M)
         Data; row data ``x_i = A[i, :]``, column data ``z_j = A[:, j]``.
-    kernel : {"sne", "rbf", "t", "linear", "poly"}, default="sne"
+    kernel : {"sne", "rbf", "t", "linear", "poly", "softmax"}, default="sne"
         See :func:`kernel_matrix`.
     gamma : float, default=None
         Bandwidth; None uses the paper's rule ``bandwidth_factor * sqrt(M * var(A))``
-        (:func:`paper_gamma`). Ignored by "linear" and "poly".
+        (:func:`paper_gamma`); softmax's temperature, None giving ``bandwidth_factor *
+        sqrt(d)`` with ``d = min(N, M)`` the dimension of the mapped points. Ignored by
+        "linear" and "poly".
     bandwidth_factor : float, default=1.0
-        Factor of the paper's rule when ``gamma`` is None.
+        Factor of the default rule when ``gamma`` is None.
     compat : {"auto", "pinv", "pca", "random", None}, default="auto"
         Compatibility map between row and column data (:func:`compat_data`).
     center : bool, default=True
@@ -307,20 +318,23 @@ class KernelSource:
     arrays never change G. For the distance kernels two dense point sets are stored
     translated by their common mean: distances do not change, and float32 points far from
     the origin keep their accuracy (points at ``100 + N(0, 1)``, d = 64, ``gamma^2 = 128``:
-    1e-6 relative, 3e-3 without). A "linear" or "poly" kernel whose analytic norm bound
-    overflows (below) is refused at construction; a product that overflows because of its
-    operand raises ``ValueError`` naming the operand, and a complex operand ``TypeError``.
+    1e-6 relative, 3e-3 without); for softmax only the keys ``Z`` are, by their own mean (a
+    constant per row, which the normalisation removes). A "linear" or "poly" kernel whose
+    analytic norm bound overflows (below) is refused at construction; a product that
+    overflows because of its operand raises ``ValueError`` naming the operand, and a complex
+    operand ``TypeError``.
 
-    *Set-up pass.* SNE and t rows need their shift (SNE: the smallest distance, for a stable
-    ``exp``) and normaliser: one streaming pass computes them, with the row sums of squares.
-    Centring needs the row, column and grand means of the normalised kernel: one more pass
-    (or the only one, for rbf, linear and poly). It also gives ``||H G H||_F^2 = sum G^2 -
+    *Set-up pass.* SNE, t and softmax rows need their shift (SNE: the smallest distance,
+    softmax: minus the largest cross product, for a stable ``exp``) and normaliser: one
+    streaming pass computes them, with the row sums of squares. Centring needs the row,
+    column and grand means of the normalised kernel: one more pass (or the only one, for
+    rbf, linear and poly). It also gives ``||H G H||_F^2 = sum G^2 -
     M sum r_i^2 - N sum c_j^2 + N M g^2`` for :meth:`norm_bound`. Centring is then applied
     algebraically to products, ``(G - r 1^T - 1 c^T + g 1 1^T) V = G V - (r - g) (1^T V)
     - 1 (c^T V)``, and entry by entry to blocks.
 
-    *Extreme scales.* Exp and t kernels rescale the points by a power of two when their
-    magnitude or ``gamma`` is extreme (exact), so ``|x|^2`` and ``1/gamma^2`` cannot
+    *Extreme scales.* Exp, t and softmax kernels rescale the points by a power of two when
+    their magnitude or ``gamma`` is extreme (exact), so ``|x|^2`` and ``1/gamma^2`` cannot
     overflow; a ``gamma`` too small for any float64 kernel raises ``ValueError``. A linear
     or poly kernel whose norm bound (:meth:`norm_bound`, computed in logs) overflows raises
     ``ValueError`` at construction.
@@ -382,6 +396,8 @@ class KernelSource:
         compat_ok = compat is None or (isinstance(compat, str) and compat == "auto")
         applies = sp.issparse(A) and square and kernel_ok and compat_ok
         if not applies:
+            if structured is True and not kernel_ok:
+                raise structured_kernel_error(kernel)
             if structured is True:
                 raise ValueError(
                     "structured=True needs a sparse square A, kernel 'sne' or 'rbf' and "
@@ -468,8 +484,8 @@ class KernelSource:
     ):
         """Lazy kernel matrix of two point sets, ``G_ij = k(x_i, z_j)``.
 
-        Equal to ``kernel_matrix(X, Z, kernel, ...)`` to rounding (SNE and t rows are
-        normalised over all of ``Z``), without ever storing it.
+        Equal to ``kernel_matrix(X, Z, kernel, ...)`` to rounding (SNE, t and softmax rows
+        are normalised over all of ``Z``), without ever storing it.
 
         Parameters
         ----------
@@ -477,10 +493,11 @@ class KernelSource:
             Row points ``x_i``; sparse input stays sparse.
         Z : array-like or scipy sparse matrix of shape (M, d)
             Column points ``z_j``.
-        kernel : {"sne", "rbf", "t", "linear", "poly"}, default="sne"
+        kernel : {"sne", "rbf", "t", "linear", "poly", "softmax"}, default="sne"
             See :func:`kernel_matrix`.
         gamma : float
-            Bandwidth (> 0); required for "sne", "rbf" and "t", ignored by the others.
+            Bandwidth (> 0); required for "sne", "rbf" and "t"; softmax's temperature,
+            default ``sqrt(d)``; ignored by the others.
         center : bool, default=False
             Double-centre G, ``H_N G H_M`` (as ``kernel_matrix(..., center=True)``).
         degree, coef0 : float
@@ -497,7 +514,7 @@ class KernelSource:
         device : {"cpu", "cuda"}, default="cpu"
             Where the tile passes run (see :class:`KernelSource`).
         setup : {"eager", "lazy"}, default="eager"
-            When the set-up pass (SNE/t normalisers, centring means, sum of squares: one
+            When the set-up pass (SNE/t/softmax normalisers, centring means, sum of squares: one
             whole pass over G) runs: now, or the first time a member needs it. "lazy" lets
             a caller that needs only the points (``sampling="rpcholesky"``, through
             :meth:`joint_psd`) skip it; in process only (not with ``client``).
@@ -597,10 +614,9 @@ class KernelSource:
         self.n_features = X.shape[1]
         inv_g2 = 0.0
         if kernel in _KIND:
-            # distances do not change, their float32 rounding does (see translate_to_mean)
-            X, Z = translate_to_mean(X, Z)
+            # translated (distances do not change, their float32 rounding does) and scaled;
             # the tiles work in the storage dtype: float32 keeps 1 / gamma^2 in its range
-            X, Z, inv_g2 = scale_for_bandwidth(X, Z, gamma, self.dtype, self.dtype)
+            X, Z, inv_g2 = prepare_points(X, Z, kernel, gamma, self.dtype, self.dtype)
         params = Params(CODES[kernel], float(inv_g2), float(coef0), float(degree))
         self._inv_g2 = float(inv_g2)
         X, Z = self._cast(X), self._cast(Z)
@@ -644,7 +660,7 @@ class KernelSource:
     # ----------------------------------------------------------------- internals
     @property
     def _normalised(self):
-        return self.kernel in ("sne", "t")
+        return self.kernel in ("sne", "t", "softmax")
 
     def setup_pending(self):
         """True while a ``setup="lazy"`` source has not run its set-up pass.
@@ -693,7 +709,7 @@ class KernelSource:
         Returns
         -------
         dict
-            ``"rows"``: ``(a, b)``; ``"shift"``, ``"scale"``: per-row SNE/t shift and
+            ``"rows"``: ``(a, b)``; ``"shift"``, ``"scale"``: per-row SNE/t/softmax shift and
             normaliser, shape (b - a,) (0 and 1 for other kernels); ``"rowsum"``: row sums
             of the normalised kernel (b - a,) or None when not centring; ``"colsum"``: this
             range's column sums (M,) or None; ``"sumsq"``: this range's sum of squares of the
@@ -880,7 +896,7 @@ class KernelSource:
         |c|)^p)`` for poly (Cauchy-Schwarz). Centring never raises the norm (``H`` is a
         projection), so an uncentred bound also bounds ``H G H``. A ``setup="lazy"`` source
         whose set-up pass has not run yet answers from the kernel alone and does not run it
-        (``sqrt(N)`` for sne and t: their rows are probability vectors, so ``||G||_2 <=
+        (``sqrt(N)`` for sne, t and softmax: their rows are probability vectors, so ``||G||_2 <=
         sqrt(||G||_1 ||G||_inf) <= sqrt(N)``).
         """
         n, m = self.shape
@@ -915,7 +931,7 @@ class KernelSource:
     def frobenius_norm(self):
         """``||G||_F`` of the (normalised, centred) G, exact to rounding, or None (unknown).
 
-        Uncentred SNE and t: from the sum of squares of the set-up pass (free). Centred
+        Uncentred SNE, t and softmax: from the sum of squares of the set-up pass (free). Centred
         kernels: from one pass over G that centres each entry, ``G_ij - r_i - c_j + g``,
         before squaring it (:meth:`_centred_sum_of_squares`: float64, compensated), made on
         the first call and counted in ``n_passes``; later calls are free. The sum of squares
@@ -1027,7 +1043,7 @@ class KernelSource:
         if self.kernel in ("linear", "poly"):
             return float(np.exp(self._log_bound))  # finite: checked at construction
         if self._normalised:
-            return float(np.sqrt(n))  # sne, t: row-stochastic (see norm_bound)
+            return float(np.sqrt(n))  # sne, t, softmax: row-stochastic (see norm_bound)
         return float(np.sqrt(n) * np.sqrt(m))  # rbf: entries in [0, 1]
 
     def joint_psd(self):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ksvd_bench.cliargs import Parser
 from ksvd_bench.datasets import load_graph
 from ksvd_bench.report import format_table, machine_info, write_csv, write_json
 
@@ -599,7 +600,7 @@ def add_parser(subparsers):
 
 def main(argv=None):
     """Run ``reproduce`` standalone: ``python -m ksvd_bench.paper.cli``."""
-    parser = argparse.ArgumentParser(prog="ksvd-bench")
+    parser = Parser(prog="ksvd-bench")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.func(args)

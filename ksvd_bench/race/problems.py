@@ -62,6 +62,7 @@ from ksvd_bench.kernels import (
     kernel_matrix,
     ksvd_kernel,
     paper_gamma,
+    softmax_gamma,
 )
 from ksvd_bench.metrics import frobenius_norm
 from ksvd_bench.race.degenerate import check_given_matrix, kernel_as_raced
@@ -439,7 +440,8 @@ def problem_from_data(
         Label of the problem in tables and files.
     kernel : str, default="sne"
     gamma : float, optional
-        Bandwidth; default the paper's rule with ``bandwidth_factor``.
+        Bandwidth; default the paper's rule with ``bandwidth_factor`` (softmax: its
+        temperature, default ``bandwidth_factor * sqrt(min(N, M))``).
     bandwidth_factor : float, default=1.0
     compat : str or None, default=None
         Compatibility map (required when N != M).
@@ -457,6 +459,8 @@ def problem_from_data(
     factor = float(bandwidth_factor)
     if gamma is None and kernel in ("sne", "rbf", "t"):
         gamma = paper_gamma(A, factor)
+    elif gamma is None and kernel == "softmax":
+        gamma = softmax_gamma(min(A.shape), factor)  # the mapped points' dimension
     _warm_up(A, kernel, gamma, compat, center, seed)
 
     def build(data):
@@ -628,7 +632,8 @@ def problem_from_points(
         Label of the problem in tables and files.
     kernel : str, default="sne"
     gamma : float, optional
-        Bandwidth; default :func:`points_gamma` with ``bandwidth_factor``.
+        Bandwidth; default :func:`points_gamma` with ``bandwidth_factor`` (softmax: its
+        temperature, default ``bandwidth_factor * sqrt(d)``).
     bandwidth_factor : float, default=1.0
     center : bool, default=False
         Double-centre G.
@@ -659,6 +664,8 @@ def problem_from_points(
     X, Z = _check_points(X, X if Z is None else Z, name)
     if gamma is None and kernel in ("sne", "rbf", "t"):
         gamma = points_gamma(X, Z, float(bandwidth_factor))
+    elif gamma is None and kernel == "softmax":
+        gamma = softmax_gamma(X.shape[1], float(bandwidth_factor))
     gamma = None if gamma is None else float(gamma)
     n, m = X.shape[0], Z.shape[0]
     params = {
@@ -961,6 +968,7 @@ def user_problems(
     files,
     *,
     taken=(),
+    rank=None,
     kernel=DEFAULT_KERNEL,
     gamma=None,
     bandwidth_factor=1.0,
@@ -971,10 +979,11 @@ def user_problems(
 ):
     """The :class:`Problem` objects of a user's files (``compare --data/--points/--matrix``).
 
-    Every file is read and checked first (a bad one raises
-    :class:`~ksvd_bench.datasets.DatasetError` naming the file and the problem before any
-    kernel is built); then the problems are built in the order given. Two problems with the
-    same name (file stem), or a name in ``taken``, are refused.
+    Every file is read and checked first (a bad one, or one whose kernel matrix is smaller
+    than ``rank`` in either direction, raises :class:`~ksvd_bench.datasets.DatasetError`
+    naming the file and the problem before any kernel is built); then the problems are built
+    in the order given. Two problems with the same name (file stem), or a name in ``taken``,
+    are refused.
 
     Parameters
     ----------
@@ -983,6 +992,8 @@ def user_problems(
         :func:`read_problem_files` takes them).
     taken : sequence of str, default=()
         Names already used (the bundled datasets raced beside).
+    rank : int, optional
+        The rank the problems will be raced at (None: not checked).
     kernel, gamma, bandwidth_factor, compat, center
         The kernel of the ``"data"`` and ``"points"`` problems (see
         :func:`problem_from_data`; ``"points"`` problems are never centred; a non-square
@@ -1006,6 +1017,18 @@ def user_problems(
             f"two problems are named {dup[0]!r} (problems are named by their "
             f"file's stem, and must differ from the --dataset names)"
         )
+    for kind, _, name, arrays in read if rank is not None else ():
+        # G's shape is known from the files: a rank it cannot have is refused before the
+        # kernel is built (building it can take seconds)
+        shape = (
+            arrays[0].shape[0],
+            arrays[-1].shape[0] if kind == "points" else arrays[0].shape[1],
+        )
+        if rank > min(shape):
+            raise DatasetError(
+                f"problem {name!r}: --rank must be at most min(N, M) = {min(shape)} of its "
+                f"kernel matrix ({shape[0]}x{shape[1]}), got {rank}"
+            )
     problems = []
     for kind, paths, name, arrays in read:
         source = " ".join(str(p) for p in paths)

@@ -11,6 +11,9 @@ The modules:
   one of :data:`STATUSES`).
 - :mod:`~ksvd_bench.report.winners`: :func:`verdicts`, :func:`headline` (the fastest right
   answer per problem, measure and tolerance; the terminal and the page say the same).
+- :mod:`~ksvd_bench.report.messages`: warning messages for a person, grouped by template
+  with their numbers that vary shown as a range, cut at a word boundary (the terminal's
+  :func:`~ksvd_bench.report.messages.warning_summary`, the page's warnings table).
 - :mod:`~ksvd_bench.report.profiles`: :func:`performance_profile` (Dolan & Moré),
   :func:`data_profile` (Moré & Wild), :func:`profile_tables` (suite records -> both).
 - :mod:`~ksvd_bench.report.figures`: :func:`save_figure`, :func:`figure_data_uri`, and the

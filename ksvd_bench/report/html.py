@@ -28,6 +28,7 @@ from ksvd_bench.report.figures import (
     time_to_accuracy_figure,
 )
 from ksvd_bench.report.files import write_text
+from ksvd_bench.report.messages import message_templates
 from ksvd_bench.report.profiles import profile_tables
 from ksvd_bench.report.status import (
     NOT_APPLICABLE,
@@ -415,21 +416,27 @@ def _failures_section(rows):
     if warned:
         by_solver = {}
         for f in warned:
-            entry = by_solver.setdefault((f["problem"], base_solver(f["solver"])), [0, {}])
+            entry = by_solver.setdefault((f["problem"], base_solver(f["solver"])), [0, []])
             entry[0] += f["n_warnings"]
-            for m in f["warnings"]:
-                entry[1][m] = entry[1].get(m, 0) + 1
+            entry[1] += [(m, 1, None) for m in f["warnings"]]
         body = []
         for (problem, solver), (n, msgs) in by_solver.items():
+            # one item per template: numbers that vary between rows shown as their range
             items = "".join(
-                f"<li>{_text(m)} <span class='muted'>({k} row{'s' * (k != 1)})</span></li>"
-                for m, k in msgs.items()
+                f"<li>{_text(g['text'])} <span class='muted'>({g['count']} "
+                f"row{'s' * (g['count'] != 1)})</span></li>"
+                for g in message_templates(msgs)
             )
             body.append(
                 f"<tr><td>{_text(problem)}</td><td>{_text(solver)}</td>"
                 f"<td class='num'>{n}</td><td><ul class='msgs'>{items}</ul></td></tr>"
             )
-        parts.append(_table(["problem", "solver", "warnings", "distinct messages"], body))
+        parts.append(
+            _table(
+                ["problem", "solver", "warnings", "messages (a number that varies: its range)"],
+                body,
+            )
+        )
     else:
         parts.append("<p>No warning.</p>")
     parts.append("</section>")

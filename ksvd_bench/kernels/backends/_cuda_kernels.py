@@ -61,7 +61,7 @@ import types
 import numpy as np
 
 from ._cuda_import import import_cuda, simulated
-from .base import LINEAR, POLY, SNE, T
+from .base import LINEAR, POLY, SNE, SOFTMAX, T
 
 __all__ = [
     "Layout",
@@ -425,6 +425,12 @@ def _device_functions(s):
         return dist if dist > FT(0.0) else FT(0.0)
 
     @dev
+    def exp_distance(kind, cr, xi, zj):
+        """The distance an exp kernel's exponent reads: :func:`distance`, or for softmax
+        ``-x.z`` (unclamped: it runs SNE's code with cross products for minus distances)."""
+        return -cr if kind == SOFTMAX else distance(cr, xi, zj)
+
+    @dev
     def row_consts(shift, scale, xx, idx, i0, n, tid, sh, sc, xi):
         """The tile's rows' shift, scale and squared norm (0, 1, 0 outside the range), in
         the shared arrays ``sh``, ``sc``, ``xi`` (registers would hold 5 per row: too many
@@ -447,11 +453,11 @@ def _device_functions(s):
     ):
         """``acc[r * rc + c]`` (a cross product) becomes the kernel value of its entry.
 
-        As the CPU backend: exp kernels ``exp(min((sh - d) g, 0)) * sc``, t ``sc / (1 +
-        d g)``, linear ``cr``; the exponent and t in float64. One loop per kind, each body
-        small enough that the compiler unrolls it: every index into ``acc`` is then a
-        constant, and ``acc`` stays in registers. Poly is left to :func:`values_tile`
-        (float64 ``**`` is too long a body to unroll 64 times).
+        As the CPU backend: exp kernels ``exp(min((sh - d) g, 0)) * sc`` (softmax: ``d =
+        -cr``), t ``sc / (1 + d g)``, linear ``cr``; the exponent and t in float64. One loop
+        per kind, each body small enough that the compiler unrolls it: every index into
+        ``acc`` is then a constant, and ``acc`` stays in registers. Poly is left to
+        :func:`values_tile` (float64 ``**`` is too long a body to unroll 64 times).
         """
         for c in range(rc):  # clamped loads, not branches: issued together
             j = j0 + tx + TX * c
@@ -464,6 +470,13 @@ def _device_functions(s):
                     row = ty + TY * r
                     dist = F8(distance(acc[r * rc + c], xi[row], zj[c]))
                     acc[r * rc + c] = FT(sc[row] * (1.0 / (1.0 + dist * g)))
+        elif kind == SOFTMAX:  # SNE's loop with -x.z for d: a loop of its own, as small
+            for c in range(rc):
+                for r in range(rr):
+                    row = ty + TY * r
+                    x = FT((sh[row] + F8(acc[r * rc + c])) * g)
+                    x = x if x < FT(0.0) else FT(0.0)
+                    acc[r * rc + c] = FT(math.exp(x)) * FT(sc[row])
         elif kind != LINEAR and kind != POLY:
             for c in range(rc):
                 for r in range(rr):
@@ -645,6 +658,7 @@ def _device_functions(s):
         thread=thread,
         cross=cross,
         distance=distance,
+        exp_distance=exp_distance,
         row_consts=row_consts,
         values_tile=values_tile,
         tile_values=tile_values,
@@ -897,14 +911,15 @@ def _row_stats(s, f):
     FT, F8, TY, TX, TR, TC, RR, RC = s.FT, s.F8, s.TY, s.TX, s.TR, s.TC, s.RR, s.RC
     DC1, TC1 = s.DC + s.PAD, TC + 1
     NRC = RR * RC
-    thread, cross, distance = f.thread, f.cross, f.distance
+    thread, cross, exp_distance = f.thread, f.cross, f.exp_distance
 
     @cuda.jit
     def row_stats(X, Z, xx, zz, noidx, a, b, d, kind, g, shift, rsum, rsq):
-        """SNE/t row statistics of rows ``[a, b)``: smallest distance, sum and sum of squares.
+        """SNE/t/softmax row statistics of rows ``[a, b)``: smallest distance (softmax: minus
+        the largest cross product), sum and sum of squares.
 
-        Thread ``r < TR`` owns row ``i0 + r``. SNE streams a log-sum-exp: when a tile lowers
-        the row's minimum, the sums so far are rescaled, so no term exceeds 1. Sums are
+        Thread ``r < TR`` owns row ``i0 + r``. SNE and softmax stream a log-sum-exp: when a
+        tile lowers the row's minimum, the sums so far are rescaled, so no term exceeds 1. Sums are
         float64, in column order.
         """
         sX = cuda.shared.array((TR, DC1), FT)
@@ -954,11 +969,11 @@ def _row_stats(s, f):
                 for r in range(RR):
                     v = _BIG
                     if j < m and i0 + ty + TY * r < b:
-                        v = F8(distance(acc[r * RC + c], xi[r], zz[j]))
+                        v = F8(exp_distance(kind, acc[r * RC + c], xi[r], zz[j]))
                     sV[ty + TY * r, tx + TX * c] = v
             cuda.syncthreads()
             if tid < TR:
-                if kind == SNE and own:
+                if (kind == SNE or kind == SOFTMAX) and own:
                     lo = _BIG
                     for c in range(TC):
                         lo = min(lo, sV[tid, c])

@@ -8,8 +8,9 @@ hooks, all on host (numpy) arrays in and out:
 ``setup_rows(a, b, normalised, center) -> dict``
     Set-up statistics of rows ``[a, b)``: keys ``"rows"`` = ``(a, b)``; ``"shift"``,
     ``"scale"`` (b - a,) float64 (SNE: the row's smallest squared distance on the stored
-    scale and ``1 / sum_j exp((shift - d_ij) inv_g2)``; t: 0 and ``1 / sum_j 1 / (1 + d_ij
-    inv_g2)``; other kernels 0 and 1); ``"rowsum"`` (b - a,) and ``"colsum"`` (M,) float64
+    scale and ``1 / sum_j exp((shift - d_ij) inv_g2)``; softmax: the same with ``d_ij =
+    -x_i . z_j``, so minus the row's largest cross product; t: 0 and ``1 / sum_j 1 / (1 +
+    d_ij inv_g2)``; other kernels 0 and 1); ``"rowsum"`` (b - a,) and ``"colsum"`` (M,) float64
     sums of the normalised uncentred kernel when ``center``, else None; ``"sumsq"`` float,
     the sum of squares of the normalised uncentred rows ``[a, b)``, or None when neither
     ``normalised`` nor ``center``.
@@ -25,8 +26,9 @@ hooks, all on host (numpy) arrays in and out:
     columns); ``shift``, ``scale``, ``rmean`` (N,) and ``cmean`` (M,) are full float64
     arrays, ``gmean`` a float.
 
-Kernel values (exp kernels shifted by the row's smallest distance, see
-:func:`~ksvd_bench.kernels.kernel_matrix`) come from cross products in the storage dtype; a
+Kernel values (exp kernels shifted by the row's smallest distance, softmax by its largest
+cross product, see :func:`~ksvd_bench.kernels.kernel_matrix`) come from cross products in
+the storage dtype; a
 backend may compute a tile in the storage dtype (the CPU backend does), but every sum across
 tiles accumulates in float64. A backend must give the same answer for any thread count.
 """
@@ -37,12 +39,13 @@ import collections
 
 import numpy as np
 
-__all__ = ["RBF", "SNE", "T", "LINEAR", "POLY", "CODES", "Params", "Backend"]
+__all__ = ["RBF", "SNE", "T", "LINEAR", "POLY", "SOFTMAX", "CODES", "Params", "Backend"]
 
-RBF, SNE, T, LINEAR, POLY = 0, 1, 2, 3, 4
+RBF, SNE, T, LINEAR, POLY, SOFTMAX = 0, 1, 2, 3, 4, 5
 #: kernel name -> code of :class:`Params`
-CODES = {"rbf": RBF, "sne": SNE, "t": T, "linear": LINEAR, "poly": POLY}
-#: kernel code and parameters: inv_g2 = 1 / gamma^2 on the stored (scaled) points
+CODES = {"rbf": RBF, "sne": SNE, "t": T, "linear": LINEAR, "poly": POLY, "softmax": SOFTMAX}
+#: kernel code and parameters: inv_g2 = 1 / gamma^2 on the stored (scaled) points (softmax:
+#: 1 / gamma, its temperature)
 Params = collections.namedtuple("Params", ["kind", "inv_g2", "coef0", "degree"])
 
 

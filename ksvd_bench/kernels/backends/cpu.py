@@ -7,7 +7,9 @@ are in cache, and at once multiplies the tile into the outputs (BLAS again), so 
 ``N_chunk x M`` block of ``G`` is ever written. For dense points and the distance kernels
 (rbf, SNE, t) the first product forms minus the squared distances themselves, from points
 with two more coordinates (:func:`neg_distance_tile`), so a tile costs one sweep
-(:func:`distance_values`: exponent and ``exp`` together) between its two BLAS calls. One
+(:func:`distance_values`: exponent and ``exp`` together) between its two BLAS calls.
+Softmax runs SNE's code on the cross products themselves (:func:`exponent_tile`): minus
+the distance is ``x . z`` there, and ``inv_g2`` is ``1 / gamma``. One
 pass serves ``G @ Omega``, ``G.T @ Psi`` or both, and the set-up statistics (row shifts and
 normalisers, centring sums, sum of squares).
 
@@ -51,9 +53,9 @@ from numba import prange
 
 from ..leaves import exp_inplace, like
 from ..ordered import EXACT_FASTMATH, one_blas_thread
-from .base import LINEAR, POLY, RBF, SNE, Backend, Params, T
+from .base import LINEAR, POLY, RBF, SNE, SOFTMAX, Backend, Params, T
 
-__all__ = ["CpuBackend", "RBF", "SNE", "T", "LINEAR", "POLY", "Params", "tile_shape"]
+__all__ = ["CpuBackend", "RBF", "SNE", "T", "LINEAR", "POLY", "SOFTMAX", "Params", "tile_shape"]
 
 DENSE, X_SPARSE, Z_SPARSE, BOTH_SPARSE = 0, 1, 2, 3
 #: points and their squared norms, in the layout of ``mode`` (see the module docstring)
@@ -181,6 +183,16 @@ def neg_distance_tile(P, i0, i1, j0, j1, xa, K, w):
 
 
 @_njit
+def exponent_tile(P, prm, i0, i1, j0, j1, xa, K, w):
+    """The tile's exponent inputs: minus the squared distances (:func:`neg_distance_tile`),
+    or for softmax the cross products (:func:`cross_tile`), which play their part."""
+    if prm.kind == SOFTMAX:
+        cross_tile(P, i0, i1, j0, j1, K, w)
+    else:
+        neg_distance_tile(P, i0, i1, j0, j1, xa, K, w)
+
+
+@_njit
 def _row_max(row):
     """The largest entry of a non-empty row (a running maximum: exact in any order)."""
     mx = row[0]
@@ -208,7 +220,8 @@ def distance_values(K, prm, i0, shift, scale):
     With ``d = max(-K, 0)``: exp kernels take ``exp((shift_i - d) / gamma^2)`` (the stored
     row shift: SNE's smallest distance of the row, so its nearest entry is exactly
     ``exp(0)``) times the row normaliser ``scale`` (SNE; rbf rows are not normalised); "t"
-    takes ``scale_i / (1 + d / gamma^2)``.
+    takes ``scale_i / (1 + d / gamma^2)``. Softmax: ``K`` holds cross products and ``shift_i``
+    minus the row's largest, so ``exp((K + shift_i) / gamma)`` times ``scale_i`` (SNE's code).
     """
     ni, nj = K.shape
     kind = prm.kind
@@ -270,7 +283,8 @@ def row_stats_tile(W, prm, i0, first, shift, rsum, rsq):
     of ``exp((shift - d) / gamma^2)`` and ``rsq`` that of its squares: the values of
     :func:`distance_values`, bit for bit. When a tile lowers the minimum, the sums so far
     are rescaled (the streaming log-sum-exp), so no value exceeds 1. "t" sums
-    ``1 / (1 + d / gamma^2)`` without a shift.
+    ``1 / (1 + d / gamma^2)`` without a shift. Softmax: ``W`` holds cross products
+    (:func:`exponent_tile`) and ``shift`` is minus the running largest, unclamped.
     """
     ni = W.shape[0]
     g = like(W, prm.inv_g2)
@@ -279,8 +293,10 @@ def row_stats_tile(W, prm, i0, first, shift, rsum, rsq):
     for ii in range(ni):
         i = i0 + ii
         row = W[ii]
-        if prm.kind == SNE:
-            mloc = max(-_row_max(row), zero)  # the row's smallest clamped distance
+        if prm.kind == SNE or prm.kind == SOFTMAX:
+            mloc = -_row_max(row)  # the row's smallest (softmax: minus largest x.z)
+            if prm.kind == SNE:
+                mloc = max(mloc, zero)  # the smallest clamped distance
             if first:
                 shift[i] = mloc
             elif mloc < shift[i]:
@@ -341,7 +357,7 @@ def _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs):
     """The kernel tile ``K = G[i0:i1, j0:j1]`` (uncentred), a view into ``bufs``' tile buffer.
 
     ``bufs`` comes from :func:`_tile_buffers`. Linear and poly: cross products (then
-    :func:`poly_values`); the distance kernels: :func:`neg_distance_tile`, then
+    :func:`poly_values`); the distance kernels and softmax: :func:`exponent_tile`, then
     :func:`distance_values`, in place.
     """
     kbuf, xa, w = bufs
@@ -351,7 +367,7 @@ def _kernel_block(P, prm, i0, i1, j0, j1, shift, scale, bufs):
         if prm.kind == POLY:
             poly_values(K, prm)
     else:
-        neg_distance_tile(P, i0, i1, j0, j1, xa, K, w)
+        exponent_tile(P, prm, i0, i1, j0, j1, xa, K, w)
         distance_values(K, prm, i0, shift, scale)
     return K
 
@@ -445,7 +461,7 @@ def row_stats(P, prm, a, b, tr, tc, shift, rsum, rsq):
         for j0 in range(0, m, tc):
             j1 = min(j0 + tc, m)
             W = kbuf[: (i1 - i0) * (j1 - j0)].reshape((i1 - i0, j1 - j0))
-            neg_distance_tile(P, i0, i1, j0, j1, xa, W, w)
+            exponent_tile(P, prm, i0, i1, j0, j1, xa, W, w)
             row_stats_tile(W, prm, i0, j0 == 0, shift, rsum, rsq)
 
 

@@ -12,7 +12,7 @@ from scipy.sparse.linalg import LinearOperator
 from solvers import check_index
 
 from ..operands import check_operand, check_product
-from ..params import EXP_KERNELS, check_dtype, check_gamma
+from ..params import EXP_KERNELS, check_dtype, check_gamma, structured_kernel_error
 from ._kernels import (
     _gather_block,
     _gather_rows,
@@ -221,9 +221,7 @@ class StructuredKernelSource:
     def __init__(self, A, kernel="sne", *, gamma, center=True, dtype=np.float64):
         t0 = time.perf_counter()
         if kernel not in EXP_KERNELS:
-            raise ValueError(
-                f"kernel must be one of {EXP_KERNELS} for the structured source, got {kernel!r}"
-            )
+            raise structured_kernel_error(kernel)
         if gamma is None:
             raise TypeError(
                 "gamma is required (use ksvd_bench.kernels.paper_gamma(A, factor) for the "

@@ -49,9 +49,8 @@ from ksvd_bench.race.problems import (
     SHAPED_DATASETS,
     dataset_shape,
 )
-from ksvd_bench.report import TEXT_WIDTH
 
-__all__ = ["add_compare", "check_compare", "run_compare_command"]
+__all__ = ["add_compare", "check_compare", "ignored_flags", "run_compare_command"]
 
 #: flags of the synthetic problem only (``--size`` applies to every shaped dataset)
 _SYNTHETIC_FLAGS = ("planted_rank", "decay", "coherence", "noise")
@@ -355,24 +354,51 @@ def _problem_options(args):
     return {"shape": _synthetic_shape(args), "synthetic_options": synth}
 
 
-def _distinct_warnings(caught, width=TEXT_WIDTH, most=12):
-    """The run's warnings for the terminal: one line per distinct message (with its count),
-    at most ``most`` lines and a line that says how many more; the full messages are in the
-    JSON and the report, per row."""
-    counts = {}
-    for w in caught:
-        key = (w.category.__name__, str(w.message).strip())
-        counts[key] = counts.get(key, 0) + 1
-    lines = []
-    for (category, message), n in sorted(counts.items(), key=lambda kv: -kv[1]):
-        text = f"{category} ({n}x): {' '.join(message.split())}"
-        lines.append(text if len(text) <= width else text[: width - 3] + "...")
-    if len(lines) > most:
-        more = len(lines) - (most - 1)
-        lines = lines[: most - 1] + [
-            f"... {more} more distinct warning messages (in the JSON and the report)"
-        ]
-    return lines
+#: the problem kinds each kernel flag applies to ("dataset": a bundled graph or feature table;
+#: synthetic and rare-clusters fix their own G; a --matrix G is raced as given; point sets are
+#: uncentred)
+_FLAG_USERS = {
+    "kernel": ("dataset", "data", "points"),
+    "center": ("dataset", "data"),
+    "gamma": ("data", "points"),
+    "bandwidth_factor": ("data", "points"),
+    "compat": ("data",),
+}
+_KIND_NAMES = {
+    "dataset": "the bundled graphs and feature tables",
+    "data": "--data",
+    "points": "--points",
+}
+
+
+def _problem_kind(problem):
+    if problem.points is not None:
+        return "points"
+    return "matrix" if problem.params.get("given") else "data"
+
+
+def ignored_flags(args, own):
+    """The kernel flags typed that no problem of the run uses, each with the reason.
+
+    ``--kernel`` and ``--gamma`` with only ``--matrix`` problems, say, change nothing; the
+    record says so rather than keep a setting that was never applied.
+
+    Returns
+    -------
+    dict
+        ``{"--kernel": "applies to ..., and this run has none (so it was not used)", ...}``
+        (empty when every flag typed was used).
+    """
+    kinds = {_problem_kind(p) for p in own} | {
+        "fixed" if d in ("synthetic", "rare-clusters") else "dataset" for d in args.dataset
+    }
+    out = {}
+    for dest, users in _FLAG_USERS.items():
+        if dest in getattr(args, "given", ()) and not kinds & set(users):
+            flag = "--center/--no-center" if dest == "center" else "--" + dest.replace("_", "-")
+            applies = ", ".join(_KIND_NAMES[k] for k in users)
+            out[flag] = f"applies to {applies}, and this run has none (so it was not used)"
+    return out
 
 
 def run_compare_command(args):
@@ -380,9 +406,11 @@ def run_compare_command(args):
     record).
 
     The progress bar and the warnings go to stderr: each warning is recorded while the race
-    runs (per row in the files) and the terminal gets one line per distinct message at the
-    end. Stdout gets the tables (``--table``), the files written, then the headline (at most
-    30 lines) ending with the path of ``report.html``.
+    runs (per row in the files) and the terminal gets, at the end, the per-solver counts the
+    headline gives and one line per message template, numbers that vary shown as their range
+    (:func:`ksvd_bench.report.messages.warning_summary`). Stdout gets the tables
+    (``--table``), the files written, then the headline (at most 30 lines) ending with the
+    path of ``report.html``.
     """
     import sys
     import warnings
@@ -390,6 +418,7 @@ def run_compare_command(args):
     from ksvd_bench.datasets import DatasetError
     from ksvd_bench.race.compare import format_compare, readme_table, run_compare, write_record
     from ksvd_bench.report import headline
+    from ksvd_bench.report.messages import warning_summary
 
     if args.readme_table is not None:
         print(readme_table(args.readme_table), end="")
@@ -398,10 +427,14 @@ def run_compare_command(args):
         own = problems_from_args(args)
     except DatasetError as exc:
         args.parser.error(str(exc))
+    ignored = ignored_flags(args, own)
+    for flag, why in ignored.items():
+        print(f"ksvd-bench compare: ignored {flag}: {why}", file=sys.stderr)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = _run(args, run_compare, own)
-    for line in _distinct_warnings(caught):
+        result = _run(args, run_compare, own, ignored)
+    # grouped by template, per-solver counts as the headline's (report.messages)
+    for line in warning_summary(result.rows, others=[str(w.message) for w in caught]):
         print(line, file=sys.stderr)
     if args.record is not None:
         result.paths["record"] = str(write_record(result, args.record))
@@ -415,7 +448,7 @@ def run_compare_command(args):
     return 0
 
 
-def _run(args, run_compare, own):
+def _run(args, run_compare, own, ignored):
     return run_compare(
         [*args.dataset, *own],
         kernel=args.kernel,
@@ -438,4 +471,5 @@ def _run(args, run_compare, own):
         out=args.out,
         progress=not args.no_progress,
         command_line=getattr(args, "command_line", None),
+        ignored_flags=ignored,
     )

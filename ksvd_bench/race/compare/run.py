@@ -273,20 +273,43 @@ def _seeds_run(rows):
     return out
 
 
-def _compare_meta(s, names, ref_info, caps, stage_seconds, machine, load, command_line, rows):
+def _problem_settings(problem):
+    """What one problem was built with, as it was built: a ``--matrix`` G has no kernel, a
+    point-set G is uncentred, whatever the flags said."""
+    return {
+        "source": problem.source,
+        "kernel": problem.kernel,
+        "gamma": problem.gamma,
+        "center": problem.params.get("center"),
+    }
+
+
+def _shared(problems, key):
+    """The value every problem shares (kernel, centring), or ``"per problem"``."""
+    values = {p[key] for p in problems.values()}
+    return values.pop() if len(values) == 1 else "per problem"
+
+
+def _compare_meta(
+    s, names, ref_info, caps, stage_seconds, machine, load, command_line, rows, problems, ignored
+):
     """The record of a run: settings, seeds asked and run, threads used, references, machine,
     load."""
     return {
         "command": "compare",
         "command_line": command_line,
         "datasets": names,
-        "kernel": s.kernel,
+        # as applied (see "problems"): the flag's value only where every problem used it
+        "kernel": _shared(problems, "kernel") if problems else s.kernel,
         "rank": s.rank,
         "eps": list(s.eps),
         "measures": list(s.measures),
         "paper_weights": PAPER_WEIGHTS,
         "methods": list(s.methods),
-        "center": s.center,
+        "center": _shared(problems, "center") if problems else s.center,
+        "problems": problems,
+        # flags given that no problem of the run used (ksvd-bench compare), with the reason
+        "ignored_flags": dict(ignored or {}),
         # seeds asked per cell; seeds_run says what each cell ran (the budget cuts them)
         "n_seeds": len(s.seeds),
         "seeds_run": _seeds_run(rows),
@@ -341,6 +364,7 @@ def run_compare(
     out=None,
     progress=True,
     command_line=None,
+    ignored_flags=None,
 ):
     """Race every solver to each tolerance on each problem and summarise the results.
 
@@ -421,6 +445,10 @@ def run_compare(
     command_line : str, optional
         The command that regenerates this run, kept in the record (``ksvd-bench compare``
         passes its own).
+    ignored_flags : dict, optional
+        Flags of the command that no problem used (flag -> why), kept in the record as
+        ``meta["ignored_flags"]``. What each problem was built with (source, kernel, gamma,
+        centring) is recorded either way, in ``meta["problems"]``.
 
     Returns
     -------
@@ -461,7 +489,7 @@ def run_compare(
     if out is not None:  # found now, not after minutes of work
         out = check_out_dir(out, "out")
 
-    rows, runs, ref_info, caps, stage_seconds = [], [], {}, {}, {}
+    rows, runs, ref_info, caps, stage_seconds, built = [], [], {}, {}, {}, {}
     names = [d.name if isinstance(d, Problem) else d for d in datasets]
     n_runs = len(datasets) * len(s.methods) * len(s.measures) * len(s.seeds)
     bar = progress_bar(total=n_runs, desc="compare", unit="runs", enabled=progress)
@@ -471,6 +499,7 @@ def run_compare(
         machine = machine_info()
         for item in datasets:
             problem = _load_problem(item, s, bar)
+            built[problem.name] = _problem_settings(problem)
             (
                 p_rows,
                 p_runs,
@@ -488,7 +517,17 @@ def run_compare(
         rows=rows,
         runs=runs,
         meta=_compare_meta(
-            s, names, ref_info, caps, stage_seconds, machine, load, command_line, rows
+            s,
+            names,
+            ref_info,
+            caps,
+            stage_seconds,
+            machine,
+            load,
+            command_line,
+            rows,
+            built,
+            ignored_flags,
         ),
     )
     if out is not None:

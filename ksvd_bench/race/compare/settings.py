@@ -24,7 +24,7 @@ from ksvd_bench.race.common import (
     seeds_from,
     solver_of,
 )
-from ksvd_bench.race.paper_runtime import LOWRANK, MEASURES, PAPER_ASYM_ENTRY
+from ksvd_bench.race.paper_runtime import LOWRANK, MEASURES, PAPER_ASYM_ENTRY, STRICT_WEIGHTS
 from ksvd_bench.race.problems import (
     DATASETS,
     Problem,
@@ -55,8 +55,6 @@ __all__ = [
     "not_applicable",
 ]
 
-#: the strict weighting of eta (every triplet counts the same)
-STRICT_WEIGHTS = "uniform"
 #: what ``compare`` races by default
 DEFAULT_METHODS = (
     "tsvd",

@@ -6,7 +6,7 @@ tolerances, seeds, budgets), each for a full and a quick run. Its ``name`` and `
 into every result; the version is raised whenever a problem, a size or a setting changes, so
 two results with the same name and version raced the same problems the same way.
 
-The default collection (version 1), in this order:
+The default collection (version 2), in this order:
 
 ==================  ========================================================================
 ``cora``            the directed citation graphs, centred SNE, the paper's bandwidth
@@ -28,7 +28,15 @@ The default collection (version 1), in this order:
                     1e-10 (:func:`ksvd_bench.race.problems.krylov_reference`). ``tsvd``
                     (ARPACK: hundreds of passes, each evaluating 4e8 kernel entries) is not
                     raced on it and counts as unsolved there
+``attention``       softmax attention ``softmax(Q K^T / sqrt(d))`` of one head,
+                    ``make_attention_points``: N = M = 4096 tokens (quick 2048) with rank-96
+                    embeddings plus noise, d = 64, uncentred (dense)
+``lazy-attention``  the same at N = M = 20000, raced lazily as ``lazy-points`` (``tsvd``
+                    not raced); left out of ``--quick``
 ==================  ========================================================================
+
+Versions: 1, the first ten problems; 2 (issue 33), the two attention problems added, every
+other problem and setting unchanged.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ksvd_bench.datasets import load_table, make_clustered_points
+from ksvd_bench.datasets import load_table, make_attention_points, make_clustered_points
 from ksvd_bench.race.compare import DEFAULT_METHODS
 from ksvd_bench.race.problems import build_problem, problem_from_data, problem_from_points
 
@@ -187,6 +195,31 @@ def _lazy_points(quick, seed):
     )
 
 
+#: N = M of the attention problems: (full, quick) of the dense one, and the lazy one's
+ATTENTION_SIZES = (4096, 2048)
+LAZY_ATTENTION_SIZE = 20_000
+
+
+def _attention(n, name, memory_limit=None):
+    def build(quick, seed):
+        size = n(quick)
+        P = make_attention_points(size, d=64, rank=96, random_state=seed)
+        limit = {} if memory_limit is None else {"memory_limit": memory_limit}
+        return problem_from_points(
+            P.X,
+            P.Z,
+            name=name,
+            kernel="softmax",
+            gamma=P.gamma,
+            center=False,
+            random_state=seed,
+            source="make_attention_points(d=64, rank=96)",
+            **limit,
+        )
+
+    return build
+
+
 _NO_TSVD = tuple(m for m in DEFAULT_METHODS if m != "tsvd")
 
 _DEFAULT_PROBLEMS = (
@@ -223,11 +256,25 @@ _DEFAULT_PROBLEMS = (
         skip_reason="not raced: ARPACK on a lazy G takes hundreds of passes, each "
         "evaluating every kernel entry",
     ),
+    ProblemSpec(
+        "attention",
+        "softmax attention, d = 64, rank-96 tokens, N = M = 4096 (quick 2048)",
+        _attention(lambda quick: ATTENTION_SIZES[quick], "attention"),
+    ),
+    ProblemSpec(
+        "lazy-attention",
+        "softmax attention, d = 64, rank-96 tokens, N = M = 20000, lazy",
+        _attention(lambda quick: LAZY_ATTENTION_SIZE, "lazy-attention", LAZY_MEMORY_LIMIT),
+        methods=_NO_TSVD,
+        skip_reason="not raced: ARPACK on a lazy G takes hundreds of passes, each "
+        "evaluating every kernel entry",
+    ),
 )
 
 #: problems a ``--quick`` run leaves out (the record says so): PubMed's dense 19717 x 19717
-#: G alone takes 3 GB and minutes per solver on 2 cores
-QUICK_SKIPS = ("pubmed",)
+#: G alone takes 3 GB and minutes per solver on 2 cores; the lazy attention problem's
+#: passes over 4e8 entries, as long as lazy-points' at full size
+QUICK_SKIPS = ("pubmed", "lazy-attention")
 
 #: the race of the default collection: the strict measures (uniform eta, lowrank) at 1e-1 and
 #: 1e-2, every compare entry; quick: one seed and shorter sweeps
@@ -246,9 +293,10 @@ _QUICK = {**_SETTINGS, "seeds": 1, "budget_seconds": 1.0, "sweep_limit": 6.0}
 COLLECTIONS = {
     "default": Collection(
         name="default",
-        version=1,
+        version=2,
         description="the citation graphs, a UCI table, rare clusters, digits as two point "
-        "sets, three synthetic decays and one lazy problem at N = M = 20000",
+        "sets, three synthetic decays, one lazy problem at N = M = 20000, and softmax "
+        "attention (dense at N = M = 4096, lazy at 20000)",
         problems=_DEFAULT_PROBLEMS,
         settings=_SETTINGS,
         quick_settings=_QUICK,
