@@ -44,6 +44,7 @@ __all__ = [
     "STATUSES",
     "recording_warnings",
     "warning_fields",
+    "verification",
     "reemit",
     "exact_fro2",
     "gap_rtol",
@@ -96,11 +97,26 @@ def accepted(info):
     return reliable is None or bool(reliable) or list(failed or ()) == ["uncertified"]
 
 
+def verification(info):
+    """What the solver's own certificate says of an answer, in a word (issue 32):
+    ``"certified"`` (``info["reliable"]`` True: its product certificate vouches for it),
+    ``"flagged"`` (False: a check failed or could not certify it) or ``"unverified"`` (None or
+    absent: no check ran, e.g. ``check_passes=0``). An unverified answer is never shown as
+    right by the solver's word; only a reference can say it is."""
+    reliable = info.get("reliable") if isinstance(info, dict) else None
+    return "unverified" if reliable is None else "certified" if reliable else "flagged"
+
+
 def warning_fields(caught, info):
-    """``n_warnings``, ``warnings`` (deduplicated messages) and ``reliable`` of one solve
-    (:func:`accepted`)."""
+    """``n_warnings``, ``warnings`` (deduplicated messages), ``reliable`` (:func:`accepted`)
+    and ``verified`` (:func:`verification`) of one solve."""
     messages = list(dict.fromkeys(str(w.message)[:MAX_MESSAGE] for w in caught))
-    return {"n_warnings": len(caught), "warnings": messages, "reliable": accepted(info)}
+    return {
+        "n_warnings": len(caught),
+        "warnings": messages,
+        "reliable": accepted(info),
+        "verified": verification(info),
+    }
 
 
 def reemit(caught):

@@ -33,10 +33,12 @@ class SVDResult:
         ``"n_products"`` (int, calls of ``matmat``/``rmatmat``/``sketch``: each reads all of
         ``G`` once, whatever its width), ``"n_passes"`` (float, ``n_products +
         n_block_entries / (N * M)``: the cost in whole passes over ``G``, comparable across
-        methods), ``"seconds"`` (float, wall time of the call), ``"reliable"`` (bool: False
-        only when the solver's own checks say the answer cannot be trusted, always together
-        with a ``RuntimeWarning``; None, "unknown", where no check ran: ``rsvd`` and
-        ``block_krylov`` with ``check_passes=0``) and method-specific keys; ``rsvd`` and
+        methods), ``"seconds"`` (float, wall time of the call), ``"reliable"`` (True only where
+        the product certificate vouches for the answer, :func:`solvers._check.final_reliable`
+        (``tsvd``: its eigensolver converged); False when the solver's own checks say the
+        answer cannot be trusted, always together with a ``RuntimeWarning``; None,
+        "unknown", where no evidence certifies it: every method with ``check_passes=0``,
+        whose cheap checks can say False, never True) and method-specific keys; ``rsvd`` and
         ``block_krylov`` add ``"error_estimate"`` (float, their own estimate of
         ``||G - U S V^T||_F`` from their sketch, absolute), ``"error_estimate_kind"``
         (``"exact"``, ``"gap"`` or ``"loo"``) where they could make one, and ``"fro2"``

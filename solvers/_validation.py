@@ -41,7 +41,7 @@ OPTIONS = {
     "tsvd": ("backend", "tol", "maxiter", "ncv"),
     "rsvd": ("n_oversamples", "n_iter", "power_iteration_normalizer", "check_passes"),
     "block_krylov": ("n_oversamples", "n_iter", "check_passes"),
-    "generalized_nystrom": ("n_oversamples", "left_factor", "rcond"),
+    "generalized_nystrom": ("n_oversamples", "left_factor", "rcond", "check_passes"),
     "sym_nystrom": ("n_samples", "sampling", "orthogonalize", "core", "check_passes"),
     "asym_nystrom": (
         "n_samples",

@@ -22,6 +22,7 @@ from scipy import linalg
 from ._certificate import DEFAULT_BUDGET, certify
 from ._check import (
     CHECK_FACTOR,
+    final_reliable,
     flag_inflated,
     lower_bounds,
     warn_unreliable,
@@ -341,7 +342,7 @@ def sym_nystrom(
     )
     if not reliable:  # the raw values' own check found them inflated: evidence
         cert["failed"] = sorted(set(cert["failed"]) | {"values"})
-    reliable = reliable and certified
+    reliable = final_reliable(reliable and certified, cert)
     extra = {
         "row_indices": ridx,
         "col_indices": None,
@@ -653,6 +654,9 @@ def asym_nystrom(
             _ADVICE,
         )
     cert["certified_values"] = bool(certified)
+    # True only with the product certificate's bounds: the sampled rows and columns, the
+    # oblique norm and norm_bound() can say "wrong" or "unknown", never "right"
+    reliable = final_reliable(reliable, cert)
     extra.update(
         lower_bounds=None if lower is None else lower.astype(dtype),
         check_passes=int(cert["check_passes"]),
