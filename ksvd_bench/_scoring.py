@@ -37,7 +37,10 @@ from ksvd_bench.metrics import (
     triplet_residual,
 )
 from solvers import GAP_RTOL, frobenius_gap, probe_error
-from solvers._estimate import GAP_RTOL_FLOAT32  # not re-exported by solvers
+from solvers._estimate import (  # not re-exported by solvers
+    GAP_RTOL_FLOAT32,
+    probe_fro2_lower,
+)
 
 __all__ = [
     "Scorer",
@@ -372,10 +375,12 @@ class Scorer:
         The relative estimate is NaN where ``||G||_F`` is 0 or unknown: never 0.
         """
         if self.fro2 is None:
-            # ||G Omega||_F^2 / k is unbiased for ||G||_F^2; pooled over all answers so far.
+            # ||G Omega||_F^2 pooled over all answers so far; the denominator of a relative
+            # error is its lower confidence bound (failure NORM_FAILURE), never the unbiased
+            # estimate, which is as often high as low (issue 32)
             self._probe_sum += float(np.einsum("ij,ij->", G_Omega, G_Omega))
             self._probe_cols += G_Omega.shape[1]
-            fro2 = self._probe_sum / self._probe_cols
+            fro2 = probe_fro2_lower(self._probe_sum, self._probe_cols)
         else:
             fro2 = self.fro2
         gap, probe = estimates(U, GtU, G_Omega, self.fro2, self.gap_rtol)

@@ -15,7 +15,11 @@ has or gets in one pass:
   few Gaussian probes ``G Omega_p``: one product of ``N_PROBES`` columns, independent of how
   the approximation was built, so it applies to every method. It is unbiased for the squared
   error; :func:`probe_failure_probability` gives the chance that it underestimates the error
-  by a factor.
+  by a factor, and :func:`probe_fro2_lower` the lower confidence bound on ``||G||_F^2`` that
+  a relative error divides by where the norm itself comes from probes.
+
+Randomized: the leave-one-out and probe estimates, and ``||G||_F`` from probes; every one is
+used with its confidence factor. The Frobenius gap and a truncation error are deterministic.
 
 The module imports nothing from ``ksvd_bench``.
 
@@ -46,6 +50,8 @@ __all__ = [
     "leave_one_out_error",
     "probe_error",
     "probe_failure_probability",
+    "probe_fro2_lower",
+    "NORM_FAILURE",
     "sketch_error_estimate",
     "truncation_error",
 ]
@@ -67,6 +73,9 @@ N_PROBES = 10
 #: ``P(probe estimate < error / 2) <= P(chi2_10 <= 2.5) = 0.0091`` (rank-one residual, the
 #: worst case; see :func:`probe_failure_probability`).
 PROBE_SAFETY = 2.0
+#: Failure probability of :func:`probe_fro2_lower`, the lower confidence bound on
+#: ``||G||_F^2`` that a relative estimate divides by where the norm itself comes from probes.
+NORM_FAILURE = 0.01
 
 
 def _check_nonneg(value, name):
@@ -552,3 +561,54 @@ def truncation_error(error, dropped):
     if not np.all(np.isfinite(d)):
         raise ValueError("dropped contains non-finite values")
     return math.sqrt(error**2 + float(d @ d))
+
+
+def probe_fro2_lower(sum_sq, n_probes, failure=NORM_FAILURE):
+    """Lower confidence bound on ``||G||_F^2`` from Gaussian probes: ``sum_sq / q``.
+
+    Parameters
+    ----------
+    sum_sq : float
+        ``||G Omega||_F^2`` for a Gaussian ``Omega`` with ``n_probes`` columns (pooled over
+        independent draws: their squared norms and column counts add).
+    n_probes : int
+        Columns of ``Omega`` in all.
+    failure : float, default=NORM_FAILURE
+        In ``(0, 1)``.
+
+    Returns
+    -------
+    lower : float
+        ``sum_sq / chi2.ppf(1 - failure, n_probes)``; ``P(lower > ||G||_F^2) <= failure``.
+
+    Notes
+    -----
+    ``||G Omega||_F^2 = sum_i sigma_i^2 X_i`` with independent ``X_i ~ chi2_k``
+    (``k = n_probes``), so ``sum_sq / k`` is unbiased for ``||G||_F^2`` but overestimates it
+    as often as it underestimates: divided into an error, it makes a relative error look
+    smaller than it is (issue 32: 4-34% high on Student-t RBF kernels, and block Krylov
+    stopped at eps = 0.1 with a true error of 0.1038). With the weights ``sigma_i^2 /
+    ||G||_F^2`` summing to 1, the upper tail of the sum is largest for a rank-one ``G``
+    (all weight on one ``chi2_k``: the worst case of the Gaussian trace estimator, Roosta-
+    Khorasani & Ascher 2015), so ``P(sum_sq > q ||G||_F^2) <= P(chi2_k > q) = failure``.
+    At ``k = 10`` and 1% the bound is ``sum_sq / 23.2``: ``||G||_F`` is taken 1.52 times
+    below the unbiased estimate; pooled over 100 columns, 1.17 times.
+
+    References
+    ----------
+    F. Roosta-Khorasani, U. Ascher, "Improved bounds on sample size for implicit matrix
+    trace estimators", Found. Comput. Math. 15 (2015).
+
+    Examples
+    --------
+    >>> round(probe_fro2_lower(10.0, 10), 4)
+    0.4309
+    """
+    if isinstance(n_probes, bool) or not isinstance(n_probes, (int, np.integer)) or n_probes < 1:
+        raise ValueError(f"n_probes must be a positive int, got {n_probes!r}")
+    sum_sq = _check_nonneg(sum_sq, "sum_sq")
+    if not 0 < failure < 1:
+        raise ValueError(f"failure must lie in (0, 1), got {failure!r}")
+    from scipy import stats  # only here: scipy.stats is slow to import
+
+    return float(sum_sq / stats.chi2.ppf(1.0 - failure, n_probes))
