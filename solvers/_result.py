@@ -191,6 +191,8 @@ _MAGNITUDES = frozenset(
         "threshold",
         "fro_error",
         "fro_error_se",
+        "fro_error_low",
+        "fro_error_high",
     }
 )
 _SQUARED_MAGNITUDES = frozenset({"fro2"})

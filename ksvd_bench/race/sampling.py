@@ -398,9 +398,12 @@ def rpcholesky_at_scale(n=100_000, *, rank=20, n_pivots=None, d=64, gamma=5.0, s
     all of G, and a lazy source never runs it here) and ``solvers.svd(src, rank,
     method="asym_nystrom", sampling="rpcholesky", n_samples=n_pivots, check_passes=0)``.
     ``n_pivots`` defaults to ``4 * rank`` (at N = M = 6000, 1.5 r pivots already reach a
-    subspace error of 2e-3). Returns seconds (building the source, the factorisation and the
-    SVD; generating the points excluded), entries read, the trace bound, whether the set-up
-    pass ran, and the clusters the pivots found. ``threads`` limits BLAS and Numba as in
+    subspace error of 2e-3). Returns seconds (building the source, the factorisation, the
+    SVD and its row-sampled certificate; generating the points excluded), entries read, the
+    trace bound, whether the set-up pass ran, the clusters the pivots found and
+    ``certificate`` (:func:`solvers._estimate.row_sample_error`: the estimate of
+    ``||G - U S V^T||_F`` from rows of G itself, with its interval; ``reliable`` stays None:
+    no product certifies the subspace). ``threads`` limits BLAS and Numba as in
     every study (1 by default: on a shared machine an oversubscribed 2-thread BLAS ran the
     same Gram products 10x slower).
     """
@@ -437,6 +440,9 @@ def rpcholesky_at_scale(n=100_000, *, rank=20, n_pivots=None, d=64, gamma=5.0, s
         "setup_pass_ran": bool(src._ready),
         "reliable": info["reliable"],
         "verified": verification(info),
+        # the row-sampled certificate (no set-up pass): ||G - U S V^T||_F against G itself,
+        # with its interval; part of seconds
+        "certificate": (info.get("certificate") or {}).get("sampled_rows"),
         "clusters_x": cx,
         "clusters_z": cz,
         "rare_found": rare,

@@ -405,7 +405,9 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
         ``trace_bound`` (a bound on ``||G~ - A B^T||_*``: see Notes), ``trace_residual``
         (``tr(E)``, E the joint residual), ``normalise``, ``center``, ``unresolved_rows``
         (rows whose normaliser the factors do not resolve: 0 in the answer, see Notes; a
-        ``RuntimeWarning`` says so, and ``asym_nystrom`` marks such an answer unreliable).
+        ``RuntimeWarning`` says so, and ``asym_nystrom`` marks such an answer unreliable),
+        ``row_residual`` (N,): ``E_ii / D~_i^2`` (``E_ii`` for rows that are not normalised),
+        the residual diagonal on each row's scale: where the answer's rows may be off.
 
     Raises
     ------
@@ -514,6 +516,9 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
         "normalise": normalise,
         "center": center,
         "unresolved_rows": int(unresolved),
+        # where the answer's rows may be off: the residual diagonal on the rows of G's
+        # scale (importance weights of the row-sampled certificate; asym_nystrom pops it)
+        "row_residual": wx**2 * resid[:n_x],
     }
     dtype = np.dtype(dtype)
     return U.astype(dtype, copy=False), s.astype(dtype), V.astype(dtype, copy=False), info
