@@ -173,6 +173,8 @@ def _cell(r):
     tail = f", {warn} warn." if warn else ""
     if r.get("reliable") is False:
         tail += ", unreliable"
+    elif r.get("verified") == "unverified":  # ran unchecked: right by the reference only
+        tail += ", unverified"
     if not r["converged"]:
         best = r.get("best_value")
         sv = r.get("sv_error")
