@@ -437,3 +437,20 @@ def test_rpcholesky_takes_no_core():
             solvers.asym_nystrom(src, 2, n_samples=10, sampling="rpcholesky", **opts)
     res = solvers.asym_nystrom(src, 2, n_samples=10, sampling="rpcholesky", random_state=0)
     assert res.info["core"] is None and res.info["sampling"] == "rpcholesky"
+
+
+def test_rpcholesky_normaliser_bound_holds():
+    """|D_i - D~_i| = |(E_XZ 1)_i| <= sqrt(E_ii M tr E_ZZ) for the PSD residual E (issue 32
+    §5): the factorisation's own bound on how far its row normalisers are from G's."""
+    rpc = importlib.import_module("solvers.sampling.rpcholesky")
+    X, Z = _points(300, 200, 4, seed=3)
+    src = KernelSource.from_points(X, Z, "sne", gamma=1.5, setup="lazy")
+    jp = src.joint_psd()
+    F, _, resid, _ = rpc.rpcholesky(jp, 25, rng=np.random.default_rng(0))
+    D = jp.block(np.arange(300), np.arange(300, 500)).sum(axis=1)
+    approx = rpc._row_sums(F, 300)
+    bound = np.sqrt(resid[:300] * 200 * resid[300:].sum())
+    assert np.all(np.abs(D - approx) <= bound * (1 + 1e-12) + 1e-12)
+    assert np.max(np.abs(D - approx)) > 1e-6  # 25 pivots: the normalisers are estimates
+    _, _, _, info = rpcholesky_svd(src, 3, 25, rng=np.random.default_rng(0))
+    assert np.isfinite(info["normaliser_bound"]) and info["normaliser_bound_median"] > 0

@@ -406,8 +406,10 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
         (``tr(E)``, E the joint residual), ``normalise``, ``center``, ``unresolved_rows``
         (rows whose normaliser the factors do not resolve: 0 in the answer, see Notes; a
         ``RuntimeWarning`` says so, and ``asym_nystrom`` marks such an answer unreliable),
-        ``row_residual`` (N,): ``E_ii / D~_i^2`` (``E_ii`` for rows that are not normalised),
-        the residual diagonal on each row's scale: where the answer's rows may be off.
+        ``normaliser_bound``/``normaliser_bound_median`` (bounds on ``|D_i / D~_i - 1|``,
+        Notes), ``row_residual`` (N,): ``E_ii / D~_i^2`` (``E_ii`` for rows that are not
+        normalised), the residual diagonal on each row's scale: where the answer's rows may
+        be off.
 
     Raises
     ------
@@ -447,6 +449,14 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
        ``exp(-|x - z|^2 / gamma^2)`` underflows, e.g. gamma = 1e-2 on unit-scale points)
        there is no answer to give: ValueError. The scaled pivots start after at least one
        plain pivot (``n_pivots = 1`` used to draw them from an empty factor, dividing by 0).
+
+    *How far the normalisers are from G's* (issue 32). ``D - D~ = E_XZ 1`` and for the
+    PSD residual ``|(E_XZ 1)_i| <= sqrt(E_ii) sqrt(1^T E_ZZ 1) <= sqrt(E_ii M tr(E_ZZ))``;
+    divided by ``D~_i`` this bounds the relative error of row ``i``'s normaliser, from what
+    the factorisation knows (``normaliser_bound``: the largest over the rows, inf where a
+    row is unresolved; ``normaliser_bound_median``). It is loose (``M tr(E_ZZ)`` for
+    ``1^T E_ZZ 1``); ``asym_nystrom``'s row-sampled certificate measures the answer against
+    G's own rows, exact normalisers included.
 
     *Centring* ``H G H`` is applied to the factors: ``A = H D~^-1 F_X``, ``B = H F_Z``
     (subtracting column means), exact algebra on ``A B^T``.
@@ -505,6 +515,13 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
     U, s, V = _orth_svd(At, Bt, rank, rng)
     tr_x = float(np.dot(wx**2, resid[:n_x]))
     tr_z = float(resid[n_x:].sum())
+    norm_err = np.full(n_x, np.nan)
+    if normalise:
+        # |D_i - D~_i| = |(E_XZ 1)_i| <= sqrt(E_ii) sqrt(1^T E_ZZ 1) <= sqrt(E_ii M tr E_ZZ)
+        # (E PSD: Cauchy-Schwarz, then 1^T E_ZZ 1 <= ||1||^2 lambda_max <= M tr): relative
+        # to D~_i, where the answer's rows divide by D~ instead of G's D
+        norm_err = np.sqrt(resid[:n_x] * n_z * tr_z) * wx
+        norm_err[wx == 0] = np.inf
     info = {
         "entries_read": int(entries),
         "n_passes": float(entries) / (n_x * n_z),
@@ -516,6 +533,9 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
         "normalise": normalise,
         "center": center,
         "unresolved_rows": int(unresolved),
+        # bounds on |D_i / D~_i - 1| over the rows (NaN: rows not normalised): see Notes
+        "normaliser_bound": float(np.max(norm_err, initial=0.0)),
+        "normaliser_bound_median": float(np.median(norm_err)),
         # where the answer's rows may be off: the residual diagonal on the rows of G's
         # scale (importance weights of the row-sampled certificate; asym_nystrom pops it)
         "row_residual": wx**2 * resid[:n_x],
