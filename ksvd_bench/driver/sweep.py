@@ -656,9 +656,20 @@ def solve_to_tolerance(
        answer has a true error above ``eps ||G||_F`` is at most
        ``P(chi2_10 <= 2.5) = 0.0091`` per check (a rank-one residual, the worst case; 3e-4
        when two singular values share the residual equally;
-       :func:`solvers.probe_failure_probability`). With ``||G||_F`` estimated too (the
-       ``"fused_loo"`` and ``"probes"`` kinds on a source that does not know it), the
-       pooled probes add their own chance of overestimating it, not bounded here.
+       :func:`solvers.probe_failure_probability`).
+
+    Which kinds are randomized. The numerators of ``"gap"``, ``"fused_gap"`` and
+    ``"fused_exact"`` are deterministic; ``"fused_loo"`` and ``"probes"`` are randomized and
+    carry the safety factor 2 (proven for ``"probes"`` only). Where ``||G||_F`` is not known
+    (a lazy source; every kind but ``"gap"``), the denominator is randomized too: the probes
+    of every answer so far, pooled (``k`` columns), and the stop divides by their lower
+    confidence bound ``||G Omega||_F^2 / chi2.ppf(0.99, k)``
+    (:func:`solvers._estimate.probe_fro2_lower`: fails with probability at most
+    :data:`solvers._estimate.NORM_FAILURE` = 1%, rank-one worst case), never by the
+    unbiased estimate, which is as often high as low (it was 4-34% high on Student-t RBF
+    kernels, and block Krylov's exact estimate then stopped at eps = 0.1 with true errors
+    up to 0.11; issue 32). The chances add: at most 1% for the exact kinds, 1.9% for the
+    probes, per check.
 
     A sweep checks one answer per effort, so these chances add up over the efforts it
     tries. Without a reference the sweep is ranked by the estimate.

@@ -27,7 +27,13 @@ import statistics
 
 import numpy as np
 
-from ksvd_bench._scoring import STATUSES, recording_warnings, reemit, warning_fields
+from ksvd_bench._scoring import (
+    STATUSES,
+    recording_warnings,
+    reemit,
+    verification,
+    warning_fields,
+)
 from ksvd_bench.metrics._common import unit_of
 from ksvd_bench.race.paper_runtime import (
     LOWRANK,
@@ -186,9 +192,22 @@ def verdict(entry):
     fields["warnings"] = list(fields["warnings"])
     fields["n_warnings"] = int(fields["n_warnings"])
     fields["reliable"] = bool(fields["reliable"])
+    fields["verified"] = _verified_of(entry)
     for key in ("sv_error", "triplet_residual"):
         fields[key] = math.nan if fields[key] is None else float(fields[key])
     return fields
+
+
+def _verified_of(entry):
+    """The solver's own word on an answer (:func:`ksvd_bench._scoring.verification`):
+    ``"certified"``, ``"flagged"`` or ``"unverified"``; None where the record predates it."""
+    if isinstance(entry, dict):
+        return entry.get("verified")
+    value = getattr(entry, "verified", None)
+    result = getattr(entry, "result", None)
+    if value is None and result is not None:
+        value = verification(result.info)
+    return value
 
 
 def meets(entry, eps, key="value"):
@@ -291,6 +310,15 @@ def merge_verdicts(entries):
         "n_warnings": int(sum(e.get("n_warnings") or 0 for e in entries)),
         "warnings": messages,
         "reliable": all(e.get("reliable", True) for e in entries),
+        # the weakest word of the solver on any of them: flagged, then unverified
+        "verified": next(
+            (
+                v
+                for v in ("flagged", "unverified", "certified")
+                if any(e.get("verified") == v for e in entries)
+            ),
+            None,
+        ),
     }
 
 
