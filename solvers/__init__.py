@@ -48,7 +48,7 @@ from ._source import (
     check_index,
     source_to_dense,
 )
-from ._validation import check_choice, check_random_state
+from ._validation import check_choice, check_int, check_random_state
 from .generalized_nystrom import generalized_nystrom
 from .krylov import block_krylov
 from .nystrom import asym_nystrom, sym_nystrom
@@ -85,6 +85,7 @@ __all__ = [
     "OperatorSource",
     "check_random_state",
     "check_choice",
+    "check_int",
     "fix_signs",
     "check_index",
     # error estimates without a reference (issue 15 §2)

@@ -25,7 +25,7 @@ from ksvd_bench._scoring import (
     warning_fields,
 )
 from ksvd_bench.metrics import CLUSTER_RTOL, WEIGHTS, _check_cluster_rtol
-from solvers import N_PROBES, PROBE_SAFETY, SVDResult, as_source, check_random_state
+from solvers import N_PROBES, PROBE_SAFETY, SVDResult, as_source, check_int, check_random_state
 
 from .reference import _check_rank, reference_svd
 from .result import ToleranceResult
@@ -164,12 +164,6 @@ def _check_norm_fro(norm_fro):
     return float(norm_fro)
 
 
-def _check_int(value, name, lowest):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lowest:
-        raise ValueError(f"{name} must be an int >= {lowest}, got {value!r}")
-    return int(value)
-
-
 def _unused(name, value, stop):
     return ValueError(
         f"{name}={value!r} is not used by stop={stop!r}: without a reference (none given, "
@@ -240,7 +234,7 @@ def _scoring(
 
 def _effort(method, options, n_iter, schedule, max_effort, repeats, time_limit):
     method = _check_choice("method", method, tuple(solvers.METHODS))
-    repeats = _check_int(repeats, "repeats", 1)
+    repeats = check_int("repeats", repeats, 1)
     _check_time_limit(time_limit)
     if max_effort is not None and (
         isinstance(max_effort, bool) or not isinstance(max_effort, (int, np.integer))

@@ -48,7 +48,6 @@ __all__ = [
     "RESIDUAL_SUFFIX",
     "EFFORT_LABELS",
     "VERDICT_FIELDS",
-    "check_positive_int",
     "seeds_from",
     "median",
     "num",
@@ -114,13 +113,6 @@ VARIANTS = {
 }
 #: entries that need a problem built from two point sets (a joint PSD kernel)
 POINT_ONLY = ("asym_nystrom_rpcholesky",)
-
-
-def check_positive_int(value, name):
-    """``value`` as an int >= 1, or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
 
 
 def seeds_from(random_state, n_seeds):

@@ -23,7 +23,6 @@ import numpy as np
 
 from ksvd_bench._threads import check_threads, solver_threads
 from ksvd_bench.race.common import (
-    check_positive_int,
     driver_options,
     exact_operator,
     measure_bound,
@@ -41,6 +40,7 @@ from ksvd_bench.race.problems import (
     build_problem,
     problem_from_data,
 )
+from solvers import check_int
 
 __all__ = [
     "DEFAULT_FACTORS",
@@ -96,9 +96,9 @@ def _check_arguments(dataset, data, factors, rank, seeds, n_values, eps, weights
     factors = [float(f) for f in np.atleast_1d(factors)]
     if not factors or any(not (np.isfinite(f) and f > 0) for f in factors):
         raise ValueError(f"factors must be finite positive numbers, got {factors!r}")
-    rank = check_positive_int(rank, "rank")
-    n_seeds = check_positive_int(seeds, "seeds")
-    n_values = rank if n_values is None else check_positive_int(n_values, "n_values")
+    rank = check_int("rank", rank, 1)
+    n_seeds = check_int("seeds", seeds, 1)
+    n_values = rank if n_values is None else check_int("n_values", n_values, 1)
     if n_values > rank:
         raise ValueError(f"n_values must be <= rank={rank}, got {n_values}")
     eps = float(eps)
