@@ -12,7 +12,6 @@ there is none).
 
 from __future__ import annotations
 
-import numbers
 import time
 
 import numpy as np
@@ -30,7 +29,12 @@ from ksvd_bench.kernels.params import (
     paper_gamma,
     softmax_gamma,
 )
-from solvers import SVDResult, check_random_state, fix_signs  # random_state: None, int, Generator
+from solvers import (  # random_state: None, int, Generator
+    SVDResult,
+    check_int,
+    check_random_state,
+    fix_signs,
+)
 
 __all__ = ["KSVD"]
 
@@ -76,14 +80,6 @@ def _all_triplets(source, r):
         seconds=time.perf_counter() - t0,
     )
     return SVDResult(U, s[:r], V, info)
-
-
-def _check_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -210,7 +206,7 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate_params_ksvd(self, n_rows, n_cols):
-        r = _check_int(self.n_components, "n_components", 1)
+        r = check_int("n_components", self.n_components, 1)
         if r > min(n_rows, n_cols):
             raise ValueError(
                 f"n_components must be <= min(n_samples, n_features) = {min(n_rows, n_cols)}, "
@@ -236,7 +232,7 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             check_gamma(self.gamma)
         check_gamma(self.bandwidth_factor)
         if self.kernel == "poly":
-            _check_int(self.degree, "degree", 1)
+            check_int("degree", self.degree, 1)
         return r
 
     def _resolved_compat(self, n_rows, n_cols):

@@ -38,7 +38,15 @@ from ksvd_bench.metrics import (
     triplet_residual,
 )
 from ksvd_bench.metrics.common import in_units, unit_of
-from solvers import GAP_RTOL, GAP_RTOL_FLOAT32, SVDResult, as_source, frobenius_gap, probe_error
+from solvers import (
+    GAP_RTOL,
+    GAP_RTOL_FLOAT32,
+    SVDResult,
+    as_source,
+    frobenius_gap,
+    probe_error,
+    probe_fro2_lower,
+)
 from solvers.validation import largest_entry
 
 __all__ = [
@@ -46,6 +54,7 @@ __all__ = [
     "STATUSES",
     "recording_warnings",
     "warning_fields",
+    "verification",
     "reemit",
     "exact_fro2",
     "gap_rtol",
@@ -112,11 +121,26 @@ def accepted(info):
     return reliable is None or bool(reliable) or list(failed or ()) == ["uncertified"]
 
 
+def verification(info):
+    """What the solver's own certificate says of an answer, in a word (issue 32):
+    ``"certified"`` (``info["reliable"]`` True: its product certificate vouches for it),
+    ``"flagged"`` (False: a check failed or could not certify it) or ``"unverified"`` (None or
+    absent: no check ran, e.g. ``check_passes=0``). An unverified answer is never shown as
+    right by the solver's word; only a reference can say it is."""
+    reliable = info.get("reliable") if isinstance(info, dict) else None
+    return "unverified" if reliable is None else "certified" if reliable else "flagged"
+
+
 def warning_fields(caught, info):
-    """``n_warnings``, ``warnings`` (deduplicated messages) and ``reliable`` of one solve
-    (:func:`accepted`)."""
+    """``n_warnings``, ``warnings`` (deduplicated messages), ``reliable`` (:func:`accepted`)
+    and ``verified`` (:func:`verification`) of one solve."""
     messages = list(dict.fromkeys(clip_message(w.message) for w in caught))
-    return {"n_warnings": len(caught), "warnings": messages, "reliable": accepted(info)}
+    return {
+        "n_warnings": len(caught),
+        "warnings": messages,
+        "reliable": accepted(info),
+        "verified": verification(info),
+    }
 
 
 def reemit(caught):
@@ -404,10 +428,12 @@ class Scorer:
         The relative estimate is NaN where ``||G||_F`` is 0 or unknown: never 0.
         """
         if self.fro2 is None:
-            # ||G Omega||_F^2 / k is unbiased for ||G||_F^2; pooled over all answers so far.
+            # ||G Omega||_F^2 pooled over all answers so far; the denominator of a relative
+            # error is its lower confidence bound (failure NORM_FAILURE), never the unbiased
+            # estimate, which is as often high as low (issue 32)
             self._probe_sum += float(np.einsum("ij,ij->", G_Omega, G_Omega))
             self._probe_cols += G_Omega.shape[1]
-            fro2 = self._probe_sum / self._probe_cols
+            fro2 = probe_fro2_lower(self._probe_sum, self._probe_cols)
         else:
             fro2 = self.fro2
         gap, probe = estimates(U, GtU, G_Omega, self.fro2, self.gap_rtol)

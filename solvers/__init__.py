@@ -36,6 +36,7 @@ from ._estimate import (
     leave_one_out_error,
     probe_error,
     probe_failure_probability,
+    probe_fro2_lower,
     sketch_error_estimate,
     truncation_error,
 )
@@ -63,7 +64,7 @@ from .registry import (
 )
 from .rsvd import randomized_range_finder, rsvd
 from .tsvd import tsvd
-from .validation import check_choice, check_random_state
+from .validation import check_choice, check_int, check_random_state
 
 __all__ = [
     "METHODS",
@@ -87,6 +88,7 @@ __all__ = [
     "OperatorSource",
     "check_random_state",
     "check_choice",
+    "check_int",
     "fix_signs",
     "check_index",
     "frobenius_of",
@@ -100,6 +102,7 @@ __all__ = [
     "krylov_leave_one_out_error",
     "probe_error",
     "probe_failure_probability",
+    "probe_fro2_lower",
     "sketch_error_estimate",
     "truncation_error",
 ]

@@ -22,10 +22,12 @@ from scipy import linalg
 from ._certificate import DEFAULT_BUDGET, certify, fused_known, fused_probes
 from ._check import (
     CHECK_FACTOR,
+    final_reliable,
     flag_inflated,
     lower_bounds,
     warn_unreliable,
 )
+from ._estimate import MIN_SAMPLED_ROWS, row_sample_error
 from ._result import SVDResult, finish
 from .scaling import power_of_two_scale
 from .validation import (
@@ -347,7 +349,7 @@ def sym_nystrom(
     )
     if not reliable:  # the raw values' own check found them inflated: evidence
         cert["failed"] = sorted(set(cert["failed"]) | {"values"})
-    reliable = reliable and certified
+    reliable = final_reliable(reliable and certified, cert)
     extra = {
         "row_indices": ridx,
         "col_indices": None,
@@ -638,6 +640,7 @@ def asym_nystrom(
             U, s, V, numerical_rank, more = _paper_core(C, R, sel, rank, opts, (N, M), dtype)
             certified = False
         extra.update(more)
+    row_weights = extra.pop("_row_weights", None)
     if s.size < rank:
         U, s, V = _pad_triplets(U, s, V, rank, rng, "The sample")
     # rpcholesky rows whose normaliser the factors do not resolve are 0 (it warned): unreliable
@@ -659,6 +662,20 @@ def asym_nystrom(
             _ADVICE,
         )
     cert["certified_values"] = bool(certified)
+    if opts["certificate_budget"] and _rows_alone(src, cert):
+        # the sampled certificate could not run (its columns need the set-up pass), but
+        # this source's rows can be read without it: estimate the error from rows alone
+        floor = min(MIN_SAMPLED_ROWS, N // 16)  # a small G: a budget's share of it
+        rows = max(floor, int(opts["certificate_budget"] * own) // (2 * M))
+        cert["sampled_rows"] = row_sample_error(src, U, s, V, rows, rng, weights=row_weights)
+        src.n_block_entries += cert["sampled_rows"]["rows"] * M  # the rows' normalisers
+        if reliable is False and not opts["check_passes"] and cert["failed"] == ["missed"]:
+            # only the skipped sampled certificate spoke (a check that could not run):
+            # no evidence against the answer, none for it
+            reliable = None
+    # True only with the product certificate's bounds: the sampled rows and columns, the
+    # oblique norm and norm_bound() can say "wrong" or "unknown", never "right"
+    reliable = final_reliable(reliable, cert)
     extra.update(
         lower_bounds=None if lower is None else lower.astype(dtype),
         check_passes=int(cert["check_passes"]),
@@ -669,6 +686,14 @@ def asym_nystrom(
     return _finish(
         U, s, V, "asym_nystrom", src, t0, dtype, opts, sizes, extra, numerical_rank, reliable
     )
+
+
+def _rows_alone(src, cert):
+    """Whether the sampled certificate was skipped for the set-up pass while the source
+    reads rows without it (``rows_without_setup``, a lazy normalised kernel)."""
+    sampled = cert.get("sampled") or {}
+    reads = getattr(getattr(src, "source", src), "rows_without_setup", None)
+    return bool(sampled.get("skipped")) and callable(reads) and bool(reads())
 
 
 def _validate_asym(opts, rank, shape):
@@ -765,6 +790,7 @@ def _rpcholesky(src, rank, n_pivots, rng, dtype):
     if unseen > 0:
         src.n_block_entries += unseen
     info = {k: v for k, v in info.items() if k not in _OWN_KEYS}
+    info["_row_weights"] = info.pop("row_residual", None)  # the certificate's, not info's
     # rpcholesky_svd pads past the factor's rank with zero triplets; hand back only the
     # computed ones, so that asym_nystrom pads them itself and warns
     k = int(np.count_nonzero(s > 0))

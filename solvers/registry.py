@@ -155,9 +155,9 @@ SOLVERS = {
             "Generalized Nystrom (Nakatsukasa): one two-sided sketch and an oblique projection",
             "n_oversamples",
             "1 through ``sketch`` (two products counted as one pass: a lazy source reads G "
-            "once), else 2",
-            "no value is inflated by the oblique projection beyond 1.5x, by an estimate of "
-            "its excess from the sketch's own least-squares residual",
+            "once), else 2; plus ``check_passes``",
+            _CERTIFIED + "; with ``check_passes=0`` the free estimate of the oblique "
+            "projection's excess can still say False (values may be inflated beyond 1.5x)",
         ),
         SolverSpec(
             "sym_nystrom",

@@ -9,6 +9,7 @@ import numpy as np
 from scipy import linalg
 
 from ._certificate import certify, fused_known, fused_probes, known_fro2
+from ._check import final_reliable
 from ._estimate import GAP_RTOL, GAP_RTOL_FLOAT32, leave_one_out_error, sketch_error_estimate
 from ._result import SVDResult, finish
 from ._source import as_source
@@ -152,8 +153,7 @@ def certify_answer(method, src, U, s, V, rng, dtype, check_passes, *, transposed
     lower, reliable, cert = certify(
         method, src, Ug, s, Vg, rng, dtype, check_passes, 0, ADVICE, known=known
     )
-    if not check_passes:  # the certificate is these methods' only check: none ran
-        reliable = None
+    reliable = final_reliable(reliable, cert)  # None where no pass ran: nothing was checked
     return {
         "reliable": reliable,
         "check_passes": int(cert["check_passes"]),

@@ -125,8 +125,9 @@ def test_passes_column(synthetic_run):
     # most two passes of its certificate
     nys = by[("asym_nystrom", 0.1, "uniform")]
     assert 0 < nys["n_passes"] < 3
-    # generalized Nystrom reads G once (a sketch pass) plus at most a pass to finish
-    assert by[("generalized_nystrom", 0.1, "uniform")]["n_passes"] <= 2
+    # generalized Nystrom reads G once (a sketch pass) plus at most a pass to finish, and
+    # the 2 passes of its certificate
+    assert by[("generalized_nystrom", 0.1, "uniform")]["n_passes"] <= 2 + 2
     assert by[("block_krylov", 1e-9, "uniform")]["effort_param"] == "n_iter"
 
 

@@ -57,7 +57,7 @@ class CountingSource:
 def test_one_pass_through_sketch():
     G = spectrum_matrix(80, 60, 0.8 ** np.arange(60), seed=0)
     src = CountingSource(G)
-    res = solvers.generalized_nystrom(src, 5, n_oversamples=5, random_state=0)
+    res = solvers.generalized_nystrom(src, 5, n_oversamples=5, random_state=0, check_passes=0)
     assert src.calls == ["sketch"]
     assert res.info["one_pass"] is True
     assert res.info["n_passes"] == 1 and res.info["n_products"] == 1
@@ -67,11 +67,13 @@ def test_one_pass_through_sketch():
 def test_two_passes_without_sketch():
     G = spectrum_matrix(80, 60, 0.8 ** np.arange(60), seed=0)
     src = CountingSource(G, with_sketch=False)
-    res = solvers.generalized_nystrom(src, 5, n_oversamples=5, random_state=0)
+    res = solvers.generalized_nystrom(src, 5, n_oversamples=5, random_state=0, check_passes=0)
     assert sorted(src.calls) == ["matmat", "rmatmat"]
     assert res.info["one_pass"] is False and res.info["n_passes"] == 2
     # Same draws, same answer as the one-pass route.
-    one = solvers.generalized_nystrom(CountingSource(G), 5, n_oversamples=5, random_state=0)
+    one = solvers.generalized_nystrom(
+        CountingSource(G), 5, n_oversamples=5, random_state=0, check_passes=0
+    )
     np.testing.assert_array_equal(res.s, one.s)
 
 
@@ -168,11 +170,16 @@ def test_a_wide_sketch_too_narrow_to_check_is_unreliable():
     reliable=True with values 4x too large, silently)."""
     s = 0.97 ** np.arange(300)
     G = spectrum_matrix(500, 300, s, seed=4)
+    opts = {"n_oversamples": 0, "left_factor": 1.2, "random_state": 4}
     with pytest.warns(RuntimeWarning, match="wide sketch is too narrow to check"):
-        res = solvers.generalized_nystrom(G, 3, n_oversamples=0, left_factor=1.2, random_state=4)
+        res = solvers.generalized_nystrom(G, 3, check_passes=0, **opts)
     assert res.info["inflation_estimate"] is None
     assert res.info["reliable"] is False
     assert res.s[0] > 2 * s[0]  # measured 2.9x: the answer it must not vouch for
+    # the product certificate (the default) finds the values inflated from above
+    with pytest.warns(RuntimeWarning, match="above 1.5 times a lower bound"):
+        res = solvers.generalized_nystrom(G, 3, **opts)
+    assert res.info["reliable"] is False and "values" in res.info["certificate"]["failed"]
 
 
 def test_a_wide_sketch_of_k_plus_2_columns_is_checked():
@@ -234,3 +241,35 @@ def test_an_inflated_tail_under_large_values_is_not_vouched_for(scale):
                 inflated += 1
                 assert res.info["reliable"] is False, (seed, res.s / s)
     assert inflated >= 3  # measured: 1.60x to 2.53x on all four seeds
+
+
+@pytest.mark.parametrize("n_rare, seed, sin_true", [(3, 2, 0.160), (0, 3, 0.116)])
+def test_the_product_certificate_catches_what_the_free_check_passed(n_rare, seed, sin_true):
+    """Issue 32: the free check (inflated values only) said reliable=True for these two
+    answers of benchmarks/scripts/certificates.py (clustered SNE points, n = 200, rank 8,
+    p = 0), whose subspaces are off by sin theta 0.16 and 0.116. The product certificate
+    bounds sin theta (sharply here) and says False; without it the answer is unknown."""
+    from ksvd_bench.datasets import make_rare_clusters
+    from ksvd_bench.kernels import kernel_matrix
+    from ksvd_bench.metrics import subspace_error
+
+    P = make_rare_clusters(200, 200, 16, n_clusters=8, n_rare=n_rare, random_state=seed)
+    G = kernel_matrix(P.X, P.Z, "sne", gamma=P.gamma)
+    U, s, Vt = np.linalg.svd(G)
+    exact = solvers.SVDResult(U[:, :8], s[:8], Vt[:8].T)
+    opts = {"n_oversamples": 0, "random_state": seed}
+    with pytest.warns(RuntimeWarning, match="cannot be trusted"):
+        res = solvers.generalized_nystrom(G, 8, **opts)
+    sin = max(subspace_error(exact, res, cluster_rtol=None))
+    assert sin == pytest.approx(sin_true, abs=2e-3)  # wrong: above 0.1
+    assert res.info["reliable"] is False and res.info["check_passes"] == 2
+    assert res.info["certificate"]["sin_theta_bound"] >= sin
+    off = solvers.generalized_nystrom(G, 8, check_passes=0, **opts)
+    assert off.info["reliable"] is None and off.info["n_passes"] == 1
+
+
+def test_a_right_answer_is_certified():
+    G = spectrum_matrix(200, 150, 0.5 ** np.arange(150), seed=1)
+    res = solvers.generalized_nystrom(G, 5, random_state=0)
+    np.testing.assert_allclose(res.s, 0.5 ** np.arange(5), rtol=1e-6)
+    assert res.info["reliable"] is True and res.info["certificate"]["sin_theta_bound"] < 1e-3

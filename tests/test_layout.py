@@ -333,6 +333,7 @@ LAZY_IMPORTS_PENDING = {
     "ksvd_bench.report.record",
     "ksvd_bench.report.tables",
     "solvers._certificate",
+    "solvers._estimate",
     "solvers.nystrom",
     "solvers.sampling",
 }

@@ -485,11 +485,11 @@ def test_the_stable_core_is_near_the_best_projection_of_its_sample():
             res = solvers.asym_nystrom(G, rank, row_indices=rows, col_indices=cols, check_passes=0)
         assert res.info["core_rank"] >= rank
         # Seeds 4-6 miss a whole cluster (no row or column of it sampled: even the best
-        # projection has error 1). The others are certified, silently; the misses are
-        # flagged by one check pass (issue 20; the sampled certificate's 10% budget buys a
-        # single row and column here, too few to be sure of it).
+        # projection has error 1). The others are unknown without a product (None),
+        # silently; the misses are flagged by one check pass (issue 20; the sampled
+        # certificate's 10% budget buys a single row and column here, too few to be sure).
         if best < 0.5:
-            assert res.info["reliable"] and not record
+            assert res.info["reliable"] is None and not record
         else:
             with pytest.warns(RuntimeWarning, match="a top direction is missing"):
                 chk = solvers.asym_nystrom(G, rank, row_indices=rows, col_indices=cols)
@@ -594,3 +594,28 @@ def test_a_spanning_sample_raises_no_alarm(method, opts):
         assert cert["orthonormality_error"] < 1e-12 and cert["pairing_error"] < 1e-12
     if method == "asym_nystrom":
         assert res.info["core_rank"] == (5 if res.info["core"] == "stable" else 3)
+
+
+def test_no_check_pass_means_unknown_never_reliable():
+    """Issue 32: asym_nystrom with check_passes=0 said reliable=True with s_1 = 4.66 where
+    sigma_1 = 1 (the residual test compares with 1.1 s_r, a threshold the inflated values
+    raise themselves). Without products nothing bounds the values: None, unknown. With the
+    default passes the answer is found wrong; sym_nystrom likewise."""
+    rng = np.random.default_rng(2)
+    U = np.linalg.qr(rng.normal(size=(900, 700)))[0]
+    V = np.linalg.qr(rng.normal(size=(700, 700)))[0]
+    G = (U * 0.99 ** np.arange(700)) @ V.T
+    opts = {"sampling": "arp", "n_samples": 10, "random_state": 0}
+    off = solvers.svd(G, 10, method="asym_nystrom", check_passes=0, **opts)
+    assert off.s[0] > 4  # far above sigma_1 = 1
+    assert off.info["reliable"] is None
+    with pytest.warns(RuntimeWarning, match="cannot be trusted"):
+        on = solvers.svd(G, 10, method="asym_nystrom", **opts)
+    assert on.info["reliable"] is False
+    sym = solvers.svd(G, 10, method="sym_nystrom", n_samples=30, check_passes=0, random_state=0)
+    assert sym.info["reliable"] is None
+    # an exact answer is certified only by the passes
+    B = rng.normal(size=(90, 4)) @ rng.normal(size=(4, 70))
+    assert solvers.asym_nystrom(B, 4, n_samples=10, random_state=0).info["reliable"] is True
+    free = solvers.asym_nystrom(B, 4, n_samples=10, random_state=0, check_passes=0)
+    assert free.info["reliable"] is None

@@ -216,3 +216,28 @@ def test_default_cora_race_rows_meet_the_rule(tmp_path):
     residual = _check_stopped_rows(rows)
     assert {r["weights"] for r in residual} == {"uniform", "singular_values"}
     assert {r["eps"] for r in rows} == {0.1, 0.01}
+
+
+def test_rows_that_ran_unchecked_say_unverified():
+    """Issue 32: an answer no check vouched for (check_passes=0: reliable None) is right by
+    the reference only; its rows say "unverified", never certified."""
+    from ksvd_bench.race.common import merge_verdicts
+    from ksvd_bench.race.compare.files import _cell
+    from ksvd_bench.race.compare.table import _warn_text
+    from ksvd_bench.scoring import verification, warning_fields
+
+    assert [verification({"reliable": v}) for v in (True, False, None)] == [
+        "certified",
+        "flagged",
+        "unverified",
+    ]
+    unchecked = warning_fields([], {"reliable": None})
+    assert unchecked["reliable"] is True and unchecked["verified"] == "unverified"
+    checked = warning_fields([], {"reliable": True})
+    row = merge_verdicts([checked, unchecked])
+    assert row["verified"] == "unverified"
+    assert merge_verdicts([checked, checked])["verified"] == "certified"
+    cell = {"converged": True, "seconds": 1.5, "effort": 4, "effort_param": "n_iter"}
+    assert "unverified" in _cell({**cell, **row})
+    assert "unverified" not in _cell({**cell, **merge_verdicts([checked])})
+    assert _warn_text({"n_warnings": 0, **row}) == "0?"

@@ -4,6 +4,7 @@ Each is compared with numpy's exact SVD on small matrices: exact when the sample
 accurate on a rare-cluster kernel, deterministic per seed, with clear errors on bad input.
 """
 
+import importlib
 import warnings
 
 import numpy as np
@@ -287,17 +288,52 @@ def test_rpcholesky_needs_no_setup_pass():
 
 
 @pytest.mark.parametrize("cond", [1e2, 1e9, 1e15])
-def test_cholesky_qr_is_orthonormal_for_ill_conditioned_factors(cond):
-    from solvers.sampling.rpcholesky import _cholesky_qr
+def test_cholesky_qr_is_orthonormal_for_ill_conditioned_factors(cond, monkeypatch):
+    rpc = importlib.import_module("solvers.sampling.rpcholesky")  # the package's
+    # rpcholesky attribute is the function of that name
 
+    monkeypatch.setattr(rpc, "_SWEEP_ROWS", 128)  # several blocks per sweep
     rng = np.random.default_rng(0)
     U = np.linalg.qr(rng.standard_normal((500, 12)))[0]
     W = np.linalg.qr(rng.standard_normal((12, 12)))[0]
     A = (U * np.logspace(0, -np.log10(cond), 12)) @ W
-    Q, R = _cholesky_qr(A)
+    fact = rpc._r_factors(A.T)
+    Q, R = rpc._left_vectors(A.T, fact, np.eye(12)), rpc._r_of(fact)
     np.testing.assert_allclose(Q.T @ Q, np.eye(12), atol=1e-13)
     np.testing.assert_allclose(Q @ R, A, atol=1e-13)
     assert np.allclose(R, np.triu(R))
+
+
+@pytest.mark.parametrize("cond_a, cond_b", [(1.0, 1.0), (1e6, 1e3), (1e12, 1e12), (1e15, 1e2)])
+def test_orth_svd_of_a_product_matches_numpy_on_ill_conditioned_factors(
+    cond_a, cond_b, monkeypatch
+):
+    """The SVD of A B^T without copying A or B, through blocked CholeskyQR2 (issue 32: the
+    stored-Q version swept 1e6 x 80 factors eleven times): values to 1e-13 s_1, vectors to
+    1e-10 and orthonormal to 1e-13, also where A and B are ill-conditioned (graded columns,
+    a Gram-only SVD loses half the digits there)."""
+    rpc = importlib.import_module("solvers.sampling.rpcholesky")  # the package's
+    # rpcholesky attribute is the function of that name
+
+    monkeypatch.setattr(rpc, "_SWEEP_ROWS", 100)
+    rng = np.random.default_rng(1)
+    k, rank = 14, 5
+
+    def factor(n, cond):
+        Q = np.linalg.qr(rng.standard_normal((n, k)))[0]
+        return (Q * np.logspace(0, -np.log10(cond), k)) @ np.linalg.qr(rng.normal(size=(k, k)))[0]
+
+    A, B = factor(700, cond_a), factor(450, cond_b)
+    A += 3.0  # far from the origin: the factors of a kernel are
+    U, s, V = rpc._orth_svd(A.T, B.T, rank, np.random.default_rng(0))
+    Ue, se, Vte = np.linalg.svd(A @ B.T)
+    np.testing.assert_allclose(s, se[:rank], rtol=0, atol=1e-13 * se[0])
+    np.testing.assert_allclose(U.T @ U, np.eye(rank), atol=1e-13)
+    np.testing.assert_allclose(V.T @ V, np.eye(rank), atol=1e-13)
+    gaps = se[:rank] - se[1 : rank + 1]
+    for i in np.flatnonzero(gaps > 1e-3 * se[0]):  # vectors of separated values
+        assert abs(abs(U[:, i] @ Ue[:, i]) - 1) < 1e-10
+        assert abs(abs(V[:, i] @ Vte[i]) - 1) < 1e-10
 
 
 @pytest.mark.parametrize("sampling", ["uniform", "norm"])
@@ -401,3 +437,20 @@ def test_rpcholesky_takes_no_core():
             solvers.asym_nystrom(src, 2, n_samples=10, sampling="rpcholesky", **opts)
     res = solvers.asym_nystrom(src, 2, n_samples=10, sampling="rpcholesky", random_state=0)
     assert res.info["core"] is None and res.info["sampling"] == "rpcholesky"
+
+
+def test_rpcholesky_normaliser_bound_holds():
+    """|D_i - D~_i| = |(E_XZ 1)_i| <= sqrt(E_ii M tr E_ZZ) for the PSD residual E (issue 32
+    §5): the factorisation's own bound on how far its row normalisers are from G's."""
+    rpc = importlib.import_module("solvers.sampling.rpcholesky")
+    X, Z = _points(300, 200, 4, seed=3)
+    src = KernelSource.from_points(X, Z, "sne", gamma=1.5, setup="lazy")
+    jp = src.joint_psd()
+    F, _, resid, _ = rpc.rpcholesky(jp, 25, rng=np.random.default_rng(0))
+    D = jp.block(np.arange(300), np.arange(300, 500)).sum(axis=1)
+    approx = rpc._row_sums(F, 300)
+    bound = np.sqrt(resid[:300] * 200 * resid[300:].sum())
+    assert np.all(np.abs(D - approx) <= bound * (1 + 1e-12) + 1e-12)
+    assert np.max(np.abs(D - approx)) > 1e-6  # 25 pivots: the normalisers are estimates
+    _, _, _, info = rpcholesky_svd(src, 3, 25, rng=np.random.default_rng(0))
+    assert np.isfinite(info["normaliser_bound"]) and info["normaliser_bound_median"] > 0

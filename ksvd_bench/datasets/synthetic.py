@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from solvers import check_choice
+from solvers import check_choice, check_int
 
 from ..kernels.params import check_dtype as _check_dtype  # the one float32/float64 check
 from .graphs import Graph
@@ -70,15 +70,6 @@ _DEFAULT_DECAY_RATE = {"exponential": 0.2, "polynomial": 1.0}
 # Redraw rounds for the citing nodes of a cited node before switching to exact sampling
 # without replacement (each round succeeds with probability >= 1/2 per missing edge).
 _MAX_ROUNDS = 64
-
-
-def _check_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
 
 
 def _check_real(value, name):
@@ -265,8 +256,8 @@ def make_directed_graph(
     >>> g.n_nodes, g.n_edges
     (1000, 5000)
     """
-    n = _check_int(n_nodes, "n_nodes", 2)
-    k = _check_int(n_communities, "n_communities", 1)
+    n = check_int("n_nodes", n_nodes, 2)
+    k = check_int("n_communities", n_communities, 1)
     if k > n:
         raise ValueError(f"n_communities must be <= n_nodes ({n}), got {k}")
     avg_degree = _check_real(avg_degree, "avg_degree")
@@ -492,9 +483,9 @@ def make_kernel_problem(
     >>> p.G.shape, p.singular_values.size
     ((300, 200), 5)
     """
-    n = _check_int(n_rows, "n_rows", 1)
-    m = _check_int(n_cols, "n_cols", 1)
-    r = _check_int(rank, "rank", 1)
+    n = check_int("n_rows", n_rows, 1)
+    m = check_int("n_cols", n_cols, 1)
+    r = check_int("rank", rank, 1)
     if r > min(n, m):
         raise ValueError(f"rank must be <= min(n_rows, n_cols) = {min(n, m)}, got {r}")
     decay = check_choice("decay", decay, DECAYS)
@@ -512,7 +503,7 @@ def make_kernel_problem(
     noise = _check_real(noise, "noise")
     if noise < 0:
         raise ValueError(f"noise must be >= 0, got {noise}")
-    support_size = _check_int(support_size, "support_size", 1)
+    support_size = check_int("support_size", support_size, 1)
     if r * support_size > min(n, m):
         raise ValueError(
             f"rank * support_size must be <= min(n_rows, n_cols) = {min(n, m)}, "
@@ -725,10 +716,10 @@ def make_clustered_points(
     >>> X.shape, Z.shape
     ((300, 16), (200, 16))
     """
-    n = _check_int(n, "n", 1)
-    m = _check_int(m, "m", 1)
-    d = _check_int(d, "d", 1)
-    k = _check_int(n_clusters, "n_clusters", 1)
+    n = check_int("n", n, 1)
+    m = check_int("m", m, 1)
+    d = check_int("d", d, 1)
+    k = check_int("n_clusters", n_clusters, 1)
     if k > min(n, m):
         raise ValueError(f"n_clusters must be <= min(n, m) = {min(n, m)}, got {k}")
     scales = {}
@@ -784,7 +775,7 @@ def rare_cluster_count(n_clusters):
     family stays rare at every size, some clusters rare and some common (6 of 20, 2 of 5,
     1 of 2). Needs ``n_clusters >= 2`` (one cluster cannot be rare beside a common one).
     """
-    k = _check_int(n_clusters, "n_clusters", 1)
+    k = check_int("n_clusters", n_clusters, 1)
     if k < 2:
         raise ValueError(
             f"the rare-cluster family needs n_clusters >= 2 (a rare cluster "
@@ -858,9 +849,9 @@ def make_rare_clusters(
     >>> sorted(set(P.labels_x.tolist())) == list(range(5))
     True
     """
-    k = _check_int(n_clusters, "n_clusters", 1)
+    k = check_int("n_clusters", n_clusters, 1)
     if weights is None:
-        n_rare = rare_cluster_count(k) if n_rare is None else _check_int(n_rare, "n_rare", 0)
+        n_rare = rare_cluster_count(k) if n_rare is None else check_int("n_rare", n_rare, 0)
         if n_rare > k:
             raise ValueError(f"n_rare must be <= n_clusters={k}, got {n_rare}")
         rare_weight = _check_real(rare_weight, "rare_weight")
@@ -1007,12 +998,12 @@ def make_attention_points(
     >>> Q.shape, K.shape
     ((300, 16), (300, 16))
     """
-    n = _check_int(n, "n", 1)
+    n = check_int("n", n, 1)
     cross = m is not None
-    m = _check_int(m, "m", 1) if cross else n
-    d = _check_int(d, "d", 1)
-    rank = _check_int(rank, "rank", 1)
-    model_dim = _check_int(model_dim, "model_dim", 1)
+    m = check_int("m", m, 1) if cross else n
+    d = check_int("d", d, 1)
+    rank = check_int("rank", rank, 1)
+    model_dim = check_int("model_dim", model_dim, 1)
     if rank > model_dim:
         raise ValueError(f"rank must be <= model_dim = {model_dim}, got {rank}")
     noise = _check_real(noise, "noise")

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 import solvers
 from ksvd_bench.metrics import residuals
 from ksvd_bench.metrics.common import check_cluster_rtol
-from solvers import SVDResult, as_source, source_to_dense
+from solvers import SVDResult, as_source, check_int, source_to_dense
 
 __all__ = ["DENSE_REFERENCE_MAX_ENTRIES", "definition_key", "reference_svd"]
 
@@ -37,11 +37,8 @@ _CACHE_MATCH_RTOL = 1e-6
 
 
 def _check_rank(rank, shape):
-    if not isinstance(rank, (int, np.integer)) or isinstance(rank, bool):
-        raise TypeError(f"rank must be an int, got {type(rank).__name__}")
-    if not 1 <= rank <= min(shape):
-        raise ValueError(f"rank must be in [1, {min(shape)}] for a {shape} matrix, got {rank}")
-    return int(rank)
+    """``rank`` as an int in ``[1, min(shape)]`` (the one integer check: ``solvers.check_int``)."""
+    return check_int("rank", rank, 1, min(shape), high_text=f"min(N, M) = {min(shape)}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from ksvd_bench.scoring import (
     reemit,
     warning_fields,
 )
-from solvers import N_PROBES, PROBE_SAFETY, SVDResult, as_source, check_random_state
+from solvers import N_PROBES, PROBE_SAFETY, SVDResult, as_source, check_int, check_random_state
 
 from .reference import _check_rank, reference_svd
 from .result import ToleranceResult
@@ -165,12 +165,6 @@ def _check_norm_fro(norm_fro):
     return float(norm_fro)
 
 
-def _check_int(value, name, lowest):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lowest:
-        raise ValueError(f"{name} must be an int >= {lowest}, got {value!r}")
-    return int(value)
-
-
 def _unused(name, value, stop):
     return ValueError(
         f"{name}={value!r} is not used by stop={stop!r}: without a reference (none given, "
@@ -241,7 +235,7 @@ def _scoring(
 
 def _effort(method, options, n_iter, schedule, max_effort, repeats, time_limit):
     method = _check_choice("method", method, tuple(solvers.METHODS))
-    repeats = _check_int(repeats, "repeats", 1)
+    repeats = check_int("repeats", repeats, 1)
     _check_time_limit(time_limit)
     if max_effort is not None and (
         isinstance(max_effort, bool) or not isinstance(max_effort, (int, np.integer))
@@ -613,8 +607,9 @@ def solve_to_tolerance(
       probability. Elsewhere it is randomized (the solver's leave-one-out estimate or
       Gaussian probes) and the stop asks for twice the margin (:data:`solvers.PROBE_SAFETY`).
       With ``||G||_F`` known, an answer the probes accept is wrong with a chance of at most
-      0.0091 per check; no bound is proven for leave-one-out, nor for an estimated
-      ``||G||_F``. Give ``norm_fro`` when you know it.
+      0.0091 per check (none is proven for leave-one-out); where ``||G||_F`` is estimated
+      the stop divides by a 99% lower confidence bound of it, and the chances add (1.9% per
+      check for the probes). Give ``norm_fro`` when you know it.
     * Give ``residual_operator`` where the same matrix multiplies faster in another form
       (the structured source of a dense kernel matrix): the checks cost one pass over it per
       answer, made after the solver returns and never part of ``seconds``.

@@ -814,12 +814,45 @@ class KernelSource:
 
     # ----------------------------------------------------------------- protocol
     def rows(self, idx):
-        """``G[idx, :]`` as a dense ``(len(idx), M)`` array."""
+        """``G[idx, :]`` as a dense ``(len(idx), M)`` array.
+
+        On a ``setup="lazy"`` source whose set-up has not run, a normalised, uncentred row
+        (SNE, t) carries its own normaliser: it is read from the row's own M entries
+        (counted, twice the row's), never by the set-up pass over all of G
+        (:meth:`rows_without_setup`).
+        """
         idx = check_index(idx, self.shape[0], "row indices")
         if idx.size == 0:
             return self._empty(0, self.shape[1])
+        if self.rows_without_setup() and self.setup_pending():
+            return self._own_rows(idx)
         self.n_entries += idx.size * self.shape[1]
         return self._eval(idx, None)
+
+    def rows_without_setup(self):
+        """Whether :meth:`rows` reads rows without the set-up pass (a protocol hook).
+
+        True for a normalised (SNE, t), uncentred kernel: a row's normaliser is its own sum.
+        Columns, products and centred rows need every row's constants: the set-up pass.
+        """
+        return bool(self._normalised and not self.center)
+
+    def _own_rows(self, idx):
+        """Rows ``idx`` before the set-up pass: each normalised by its own sum (see rows)."""
+        n, m = self.shape
+        own = getattr(self._backend, "setup_of_rows", None)
+        if own is not None:
+            sh, sc = own(idx)
+        else:  # a backend without it: the set-up of one-row ranges
+            parts = [self._backend.setup_rows(int(i), int(i) + 1, True, False) for i in idx]
+            sh = np.array([p["shift"][0] for p in parts])
+            sc = np.array([p["scale"][0] for p in parts])
+        shift, scale = np.zeros(n), np.ones(n)
+        shift[idx], scale[idx] = sh, sc
+        self.n_entries += 2 * idx.size * m  # the normalisers' entries, then the rows'
+        B = self._backend.block(idx, None, shift, scale, np.zeros(n), np.zeros(m), 0.0, False)
+        check_finite_kernel(B, self.kernel, self.degree)
+        return B
 
     def cols(self, idx):
         """``G[:, idx]`` as a dense ``(N, len(idx))`` array."""

@@ -38,7 +38,13 @@ from ksvd_bench.race.paper_runtime import (
     PAPER_WEIGHTS,
 )
 from ksvd_bench.race.problems import Problem
-from ksvd_bench.scoring import STATUSES, recording_warnings, reemit, warning_fields
+from ksvd_bench.scoring import (
+    STATUSES,
+    recording_warnings,
+    reemit,
+    verification,
+    warning_fields,
+)
 from solvers import svd
 
 __all__ = [
@@ -46,7 +52,6 @@ __all__ = [
     "RESIDUAL_SUFFIX",
     "EFFORT_LABELS",
     "VERDICT_FIELDS",
-    "check_positive_int",
     "seeds_from",
     "median",
     "num",
@@ -112,13 +117,6 @@ VARIANTS = {
 }
 #: entries that need a problem built from two point sets (a joint PSD kernel)
 POINT_ONLY = ("asym_nystrom_rpcholesky",)
-
-
-def check_positive_int(value, name):
-    """``value`` as an int >= 1, or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
 
 
 def seeds_from(random_state, n_seeds):
@@ -190,9 +188,22 @@ def verdict(entry):
     fields["warnings"] = list(fields["warnings"])
     fields["n_warnings"] = int(fields["n_warnings"])
     fields["reliable"] = bool(fields["reliable"])
+    fields["verified"] = _verified_of(entry)
     for key in ("sv_error", "triplet_residual"):
         fields[key] = math.nan if fields[key] is None else float(fields[key])
     return fields
+
+
+def _verified_of(entry):
+    """The solver's own word on an answer (:func:`ksvd_bench.scoring.verification`):
+    ``"certified"``, ``"flagged"`` or ``"unverified"``; None where the record predates it."""
+    if isinstance(entry, dict):
+        return entry.get("verified")
+    value = getattr(entry, "verified", None)
+    result = getattr(entry, "result", None)
+    if value is None and result is not None:
+        value = verification(result.info)
+    return value
 
 
 def meets(entry, eps, key="value"):
@@ -295,6 +306,15 @@ def merge_verdicts(entries):
         "n_warnings": int(sum(e.get("n_warnings") or 0 for e in entries)),
         "warnings": messages,
         "reliable": all(e.get("reliable", True) for e in entries),
+        # the weakest word of the solver on any of them: flagged, then unverified
+        "verified": next(
+            (
+                v
+                for v in ("flagged", "unverified", "certified")
+                if any(e.get("verified") == v for e in entries)
+            ),
+            None,
+        ),
     }
 
 

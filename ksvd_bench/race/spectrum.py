@@ -24,7 +24,6 @@ import numpy as np
 from ksvd_bench.driver import reference_svd, solve_to_tolerance
 from ksvd_bench.metrics import CLUSTER_RTOL, lowrank_error
 from ksvd_bench.race.common import (
-    check_positive_int,
     driver_options,
     exact_operator,
     measure_bound,
@@ -53,6 +52,7 @@ from ksvd_bench.report import (
     write_json,
 )
 from ksvd_bench.threads import check_threads, solver_threads
+from solvers import check_int
 
 __all__ = [
     "DEFAULT_FACTORS",
@@ -108,9 +108,9 @@ def _check_arguments(dataset, data, factors, rank, seeds, n_values, eps, weights
     factors = [float(f) for f in np.atleast_1d(factors)]
     if not factors or any(not (np.isfinite(f) and f > 0) for f in factors):
         raise ValueError(f"factors must be finite positive numbers, got {factors!r}")
-    rank = check_positive_int(rank, "rank")
-    n_seeds = check_positive_int(seeds, "seeds")
-    n_values = rank if n_values is None else check_positive_int(n_values, "n_values")
+    rank = check_int("rank", rank, 1)
+    n_seeds = check_int("seeds", seeds, 1)
+    n_values = rank if n_values is None else check_int("n_values", n_values, 1)
     if n_values > rank:
         raise ValueError(f"n_values must be <= rank={rank}, got {n_values}")
     eps = float(eps)

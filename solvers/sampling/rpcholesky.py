@@ -169,16 +169,21 @@ def rpcholesky(jp, n_pivots, *, rng, weights=None, weights_from=None, diag=None)
         # kept pivots follow w * (current residual), as if drawn one at a time
         acc = acc[: n_pivots - t]
         S = prop[acc]
-        C = np.array(jp.columns(S), dtype=np.float64).T  # s x n
+        # s x n in Fortran order: a view of the fresh (n x s) columns, updated in place (a
+        # copy, a product of C's size and a triangular solve on a C-ordered copy each
+        # allocated as much as the columns: 1.3 GB per block at N = M = 1e6)
+        C = np.asarray(jp.columns(S), dtype=np.float64).T
         entries += C.size
-        C -= F[:t, S].T @ F[:t]
+        if t:
+            gemm = linalg.get_blas_funcs("gemm", (C,))
+            C = gemm(-1.0, F[:t, S].T, F[:t].T, beta=1.0, c=C, trans_b=True, overwrite_c=True)
         Hs = C[:, S]
         Hs = (Hs + Hs.T) / 2
         try:
             L = np.linalg.cholesky(Hs)
         except np.linalg.LinAlgError:
             L = np.linalg.cholesky(Hs + floor * np.eye(S.size))
-        Fn = linalg.solve_triangular(L, C, lower=True, check_finite=False)
+        Fn = linalg.solve_triangular(L, C, lower=True, overwrite_b=True, check_finite=False)
         s = S.size
         F[t : t + s] = Fn
         pivots[t : t + s] = S
@@ -237,23 +242,55 @@ def _inverse_normaliser(F, n_x, jp):
     return wx, unresolved
 
 
-def _cholesky_qr(A):
-    """``A = Q R`` by CholeskyQR2, shifted where needed (Fukaya et al. 2020).
+#: rows of A per block of the sweeps of :func:`_r_factors` and :func:`_left_vectors`: at k = 80
+#: columns a block of 8192 rows is 5 MB, so its triangular solves and Gram stay in cache
+_SWEEP_ROWS = 8192
 
-    Gram products and triangular solves only, all BLAS-3: on a tall ``A`` (1e5 x 100) a
-    Householder QR is 10-50x slower, memory bound. Passes repeat until one starts from a
-    ``Q`` orthonormal to 1e-5 (then it ends orthonormal to working precision): two passes
-    for ``cond(A) < 1e5`` or so, at most four. A first Cholesky that fails (``cond(A)``
-    beyond ``1 / sqrt(eps)``) is retried with the shift of shifted CholeskyQR3; a rank
-    deficiency beyond that falls back to Householder.
+
+#: :func:`_left_vectors` multiplies A by ``R^-1 Y`` directly (one product) while
+#: ``||A|| ||R^-1 Y||`` is at most this (rounding then at most about 1e3 eps per vector)
+_DIRECT_GROWTH = 1e3
+
+
+def _solve_blocks(factors, Xt):
+    """``(A_b R_1^-1 ... R_p^-1)^T`` for a block ``Xt = A_b^T`` (k x b): triangular solves."""
+    for Ri in factors:
+        Xt = linalg.solve_triangular(Ri, Xt, trans="T", lower=False, check_finite=False)
+    return Xt
+
+
+def _r_factors(At):
+    """CholeskyQR2 of ``A = At.T`` without forming Q: its triangular factors, or Householder.
+
+    ``At`` is k x n (a view of the factor's rows; never copied). Returns ``("chol",
+    [R_1, ..., R_p])`` with ``A = Q R_p ... R_1``, ``Q = A R_1^-1 ... R_p^-1`` orthonormal to
+    working precision, or ``("qr", Q, R)`` where Cholesky fails even shifted (rank deficiency
+    beyond ``1 / eps``: Householder on a copy of A).
+
+    Each pass is CholeskyQR on the ``Q`` of the passes before (Fukaya et al. 2020): passes
+    repeat until one starts from a ``Q`` orthonormal to 1e-5 (then it ends orthonormal to
+    working precision): two for ``cond(A) < 1e5`` or so, at most four; a first Cholesky that
+    fails (``cond(A)`` beyond ``1 / sqrt(eps)``) is retried with the shift of shifted
+    CholeskyQR3. ``Q`` is never stored: a pass sweeps A in blocks of ``_SWEEP_ROWS`` rows,
+    applies the earlier factors by triangular solves and adds the block's Gram, and
+    :func:`_left_vectors` repeats the same solves on the same blocks (bit for bit the ``Q``
+    whose Gram gave the next factor). Gram products and small triangular solves only, all
+    BLAS-3 and cache-resident: where CholeskyQR2 with a stored Q swept 1e6 x 80 factors
+    eleven times through memory (9.5 s of the 1e6 RPCholesky run, issue 32), this reads A
+    once per pass and writes nothing of its size.
     """
-    n, k = A.shape
+    k, n = At.shape
     eps = np.finfo(np.float64).eps
-    R = np.eye(k)
-    Q = A
+    syrk = linalg.get_blas_funcs("syrk", (At,))
+    factors = []
     for i in range(4):
-        Gm = Q.T @ Q
-        Gm = (Gm + Gm.T) / 2
+        Gm = np.zeros((k, k), order="F")
+        for j in range(0, n, _SWEEP_ROWS):
+            Xt = _solve_blocks(factors, At[:, j : j + _SWEEP_ROWS])
+            # the Gram by syrk (upper triangle): numpy's X @ X.T on a long inner dimension
+            # ran 5-30x slower here, as a general product
+            Gm = syrk(1.0, Xt, beta=1.0, c=Gm, overwrite_c=True)
+        Gm = np.triu(Gm) + np.triu(Gm, 1).T
         off = float(np.max(np.abs(Gm - np.eye(k)), initial=0.0))
         try:
             Ri = linalg.cholesky(Gm, lower=False, check_finite=False)
@@ -266,27 +303,65 @@ def _cholesky_qr(A):
                 except linalg.LinAlgError:
                     Ri = None
             if Ri is None:
-                Q, Ri = linalg.qr(Q, mode="economic", check_finite=False)
-                return Q, Ri @ R
-        Q = linalg.solve_triangular(Ri, Q.T, trans="T", lower=False, check_finite=False).T
-        R = Ri @ R
+                Q, Rq = linalg.qr(_solve_blocks(factors, At).T, mode="economic", check_finite=False)
+                R = Rq
+                for Rf in reversed(factors):
+                    R = R @ Rf
+                return ("qr", Q, R)
+        factors.append(Ri)
         if off < 1e-5:
             break
-    return Q, R
+    return ("chol", factors)
 
 
-def _orth_svd(A, B, rank, rng):
-    """Top ``rank`` SVD of ``A B^T`` (A: N x k, B: M x k) by two QRs and a k x k SVD."""
-    Qa, Ra = _cholesky_qr(A)
-    Qb, Rb = _cholesky_qr(B)
-    a, s, bt = linalg.svd(Ra @ Rb.T, check_finite=False)
-    U, V = Qa @ a, Qb @ bt.T
-    k = s.size
-    if k < rank:  # fewer pivots than asked: K had lower rank; pad with zero triplets
+def _r_of(fact):
+    """The R of ``A = Q R`` from :func:`_r_factors`' answer."""
+    if fact[0] == "qr":
+        return fact[2]
+    R = np.eye(fact[1][0].shape[0])
+    for Ri in fact[1]:
+        R = Ri @ R
+    return R
+
+
+def _left_vectors(At, fact, Y):
+    """``Q Y`` for the ``Q`` of :func:`_r_factors` (n x j), one sweep over A."""
+    if fact[0] == "qr":
+        return fact[1] @ Y
+    factors = fact[1]
+    # the last factor is close to I (its pass started orthonormal to 1e-5): applied to Y
+    Y = linalg.solve_triangular(factors[-1], Y, lower=False, check_finite=False)
+    k, n = At.shape
+    X = Y
+    for Ri in reversed(factors[:-1]):
+        X = linalg.solve_triangular(Ri, X, lower=False, check_finite=False)
+    # A X = Q Y up to rounding eps ||A|| ||X||: where that is small (X = R^-1 Y for top
+    # singular vectors Y of R_A R_B^T has ||X|| <= ||B|| / s_j, so it is unless s_j is far
+    # below ||A|| ||B||) one product, no sweep of triangular solves
+    if np.linalg.norm(X, 2) * np.linalg.norm(_r_of(fact), 2) <= _DIRECT_GROWTH:
+        return At.T @ X
+    out = np.empty((n, Y.shape[1]))
+    for j in range(0, n, _SWEEP_ROWS):
+        Xt = _solve_blocks(factors[:-1], At[:, j : j + _SWEEP_ROWS])
+        out[j : j + Xt.shape[1]] = Xt.T @ Y
+    return out
+
+
+def _orth_svd(At, Bt, rank, rng):
+    """Top ``rank`` SVD of ``A B^T`` (``At``: k x N, ``Bt``: k x M) by two QRs and a k x k SVD.
+
+    Per side one Gram product per CholeskyQR pass and one sweep for the vectors
+    (:func:`_r_factors`, :func:`_left_vectors`); neither ``A`` nor its ``Q`` is copied.
+    """
+    fa, fb = _r_factors(At), _r_factors(Bt)
+    a, s, bt = linalg.svd(_r_of(fa) @ _r_of(fb).T, check_finite=False)
+    j = min(rank, s.size)
+    U, V = _left_vectors(At, fa, a[:, :j]), _left_vectors(Bt, fb, bt[:j].T)
+    if j < rank:  # fewer pivots than asked: K had lower rank; pad with zero triplets
         U = _pad(U, rank, rng)
         V = _pad(V, rank, rng)
-        s = np.concatenate([s, np.zeros(rank - k)])
-    return U[:, :rank], s[:rank], V[:, :rank]
+        s = np.concatenate([s, np.zeros(rank - j)])
+    return U, s[:rank], V
 
 
 def _pad(E, rank, rng):
@@ -330,7 +405,11 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
         ``trace_bound`` (a bound on ``||G~ - A B^T||_*``: see Notes), ``trace_residual``
         (``tr(E)``, E the joint residual), ``normalise``, ``center``, ``unresolved_rows``
         (rows whose normaliser the factors do not resolve: 0 in the answer, see Notes; a
-        ``RuntimeWarning`` says so, and ``asym_nystrom`` marks such an answer unreliable).
+        ``RuntimeWarning`` says so, and ``asym_nystrom`` marks such an answer unreliable),
+        ``normaliser_bound``/``normaliser_bound_median`` (bounds on ``|D_i / D~_i - 1|``,
+        Notes), ``row_residual`` (N,): ``E_ii / D~_i^2`` (``E_ii`` for rows that are not
+        normalised), the residual diagonal on each row's scale: where the answer's rows may
+        be off.
 
     Raises
     ------
@@ -370,6 +449,14 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
        ``exp(-|x - z|^2 / gamma^2)`` underflows, e.g. gamma = 1e-2 on unit-scale points)
        there is no answer to give: ValueError. The scaled pivots start after at least one
        plain pivot (``n_pivots = 1`` used to draw them from an empty factor, dividing by 0).
+
+    *How far the normalisers are from G's* (issue 32). ``D - D~ = E_XZ 1`` and for the
+    PSD residual ``|(E_XZ 1)_i| <= sqrt(E_ii) sqrt(1^T E_ZZ 1) <= sqrt(E_ii M tr(E_ZZ))``;
+    divided by ``D~_i`` this bounds the relative error of row ``i``'s normaliser, from what
+    the factorisation knows (``normaliser_bound``: the largest over the rows, inf where a
+    row is unresolved; ``normaliser_bound_median``). It is loose (``M tr(E_ZZ)`` for
+    ``1^T E_ZZ 1``); ``asym_nystrom``'s row-sampled certificate measures the answer against
+    G's own rows, exact normalisers included.
 
     *Centring* ``H G H`` is applied to the factors: ``A = H D~^-1 F_X``, ``B = H F_Z``
     (subtracting column means), exact algebra on ``A B^T``.
@@ -415,19 +502,26 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
         diag=d0,
     )
     k = F.shape[0]
-    A = F[:, :n_x].T.copy()
-    B = F[:, n_x:].T.copy()
+    # A^T and B^T are views of F's rows, scaled and centred in place (F is not used again)
+    At, Bt = F[:, :n_x], F[:, n_x:]
     wx = np.ones(n_x)
     unresolved = 0
     if normalise:
         wx, unresolved = _inverse_normaliser(F, n_x, jp)
-        A *= wx[:, None]
+        At *= wx
     if center:
-        A -= A.mean(axis=0)
-        B -= B.mean(axis=0)
-    U, s, V = _orth_svd(A, B, rank, rng)
+        At -= At.mean(axis=1, keepdims=True)
+        Bt -= Bt.mean(axis=1, keepdims=True)
+    U, s, V = _orth_svd(At, Bt, rank, rng)
     tr_x = float(np.dot(wx**2, resid[:n_x]))
     tr_z = float(resid[n_x:].sum())
+    norm_err = np.full(n_x, np.nan)
+    if normalise:
+        # |D_i - D~_i| = |(E_XZ 1)_i| <= sqrt(E_ii) sqrt(1^T E_ZZ 1) <= sqrt(E_ii M tr E_ZZ)
+        # (E PSD: Cauchy-Schwarz, then 1^T E_ZZ 1 <= ||1||^2 lambda_max <= M tr): relative
+        # to D~_i, where the answer's rows divide by D~ instead of G's D
+        norm_err = np.sqrt(resid[:n_x] * n_z * tr_z) * wx
+        norm_err[wx == 0] = np.inf
     info = {
         "entries_read": int(entries),
         "n_passes": float(entries) / (n_x * n_z),
@@ -439,6 +533,12 @@ def rpcholesky_svd(src, rank, n_pivots, *, rng, dtype=np.float64, pivots="scaled
         "normalise": normalise,
         "center": center,
         "unresolved_rows": int(unresolved),
+        # bounds on |D_i / D~_i - 1| over the rows (NaN: rows not normalised): see Notes
+        "normaliser_bound": float(np.max(norm_err, initial=0.0)),
+        "normaliser_bound_median": float(np.median(norm_err)),
+        # where the answer's rows may be off: the residual diagonal on the rows of G's
+        # scale (importance weights of the row-sampled certificate; asym_nystrom pops it)
+        "row_residual": wx**2 * resid[:n_x],
     }
     dtype = np.dtype(dtype)
-    return U.astype(dtype), s.astype(dtype), V.astype(dtype), info
+    return U.astype(dtype, copy=False), s.astype(dtype), V.astype(dtype, copy=False), info

@@ -722,6 +722,17 @@ class CpuBackend(Backend):
             self.points(), self.params, self.tiles, a, b, normalised, center, self.chunk_bytes
         )
 
+    def setup_of_rows(self, idx):
+        """``(shift, scale)`` of the normalised rows ``idx`` (SNE, t) from their own entries.
+
+        Each row's shift and normaliser depend on that row alone (its M kernel values): the
+        set-up statistics of :func:`setup_rows` on the points of those rows, ``len(idx) M``
+        entries, never the whole pass.
+        """
+        P = self.points(self._take_x(idx), xx=self.xx[idx])
+        part = setup_rows(P, self.params, self.tiles, 0, len(idx), True, False, self.chunk_bytes)
+        return part["shift"], part["scale"]
+
     def products(self, a, b, shift, scale, Omega, Psi):
         return products(
             self.points(), self.params, self.tiles, a, b, shift, scale, Omega, Psi, self.chunk_bytes

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator, eigsh
 
-from solvers import SVDResult, fix_signs  # solvers imports nothing from ksvd_bench
+from solvers import SVDResult, check_int, fix_signs  # solvers imports nothing from ksvd_bench
 
 from ._kernels import (
     _PARALLEL_WORK,
@@ -259,12 +259,7 @@ class _Compression(_Operator):
 
 
 def _check_rank(rank, shape):
-    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
-        raise TypeError(f"rank must be an int, got {type(rank).__name__}")
-    rank = int(rank)
-    if not 1 <= rank <= min(shape):
-        raise ValueError(f"rank must be in [1, {min(shape)}], got {rank}")
-    return rank
+    return check_int("rank", rank, 1, min(shape), high_text=f"min(N, M) = {min(shape)}")
 
 
 def _core_svd_arpack(core, rank, tol, maxiter, ncv, rng):

@@ -177,6 +177,8 @@ def _cell(r):
     tail = f", {warn} warn." if warn else ""
     if r.get("reliable") is False:
         tail += ", unreliable"
+    elif r.get("verified") == "unverified":  # ran unchecked: right by the reference only
+        tail += ", unverified"
     short = seeds_mark(r)
     if short:
         tail += f", {short}"

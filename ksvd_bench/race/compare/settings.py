@@ -17,7 +17,6 @@ import numpy as np
 from ksvd_bench.race.common import (
     POINT_ONLY,
     VARIANTS,
-    check_positive_int,
     effort_option,
     entry_options,
     not_applicable,
@@ -31,6 +30,7 @@ from ksvd_bench.race.problems import (
     dataset_shape,
 )
 from ksvd_bench.threads import check_threads
+from solvers import check_int
 
 __all__ = [
     "VARIANTS",
@@ -237,18 +237,18 @@ def check_settings(
         raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
     return Settings(
         kernel=kernel,
-        rank=check_positive_int(rank, "rank"),
+        rank=check_int("rank", rank, 1),
         eps=_check_eps(eps),
         measures=_check_measures(weights),
         methods=_check_methods(methods),
-        seeds=tuple(seeds_from(random_state, check_positive_int(seeds, "seeds"))),
+        seeds=tuple(seeds_from(random_state, check_int("seeds", seeds, 1))),
         center=bool(center),
         structured=bool(structured),
         residual=bool(residual),
         max_effort=_check_max_effort(max_effort),
         budget_seconds=_check_seconds(budget_seconds, "budget_seconds"),
         sweep_limit=_check_seconds(sweep_limit, "sweep_limit"),
-        repeats=check_positive_int(repeats, "repeats"),
+        repeats=check_int("repeats", repeats, 1),
         threads=check_threads(threads),
         random_state=int(random_state),
         problem_options=problem_options,

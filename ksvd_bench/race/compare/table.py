@@ -64,10 +64,13 @@ def _passes_text(value):
 
 
 def _warn_text(r):
-    """Warnings of the returned answers, ``!`` when the solver marked one unreliable."""
+    """Warnings of the returned answers, ``!`` when the solver marked one unreliable, ``?``
+    when one ran unchecked (unverified)."""
     n = r.get("n_warnings")
     text = "-" if n is None else str(n)
-    return text + ("!" if r.get("reliable") is False else "")
+    if r.get("reliable") is False:
+        return text + "!"
+    return text + ("?" if r.get("verified") == "unverified" else "")
 
 
 #: names too long for the 19-character method column, as the tables show them
@@ -264,7 +267,7 @@ FOOTER = (
     "effort, median over seeds (JIT and reference excluded); '-' = not converged, value then "
     "shows the best reached. value: eta, or the low-rank excess in the lowrank group. sv err: "
     "max |s~_i - s_i| / s_1 reached (median over seeds). warn: warnings the solver raised for "
-    "the answers counted (all seeds; '!' = an answer marked unreliable). "
+    "the answers counted (all seeds; '!' = an answer marked unreliable, '?' = unverified). "
     "effort: m = Nystrom samples, p = oversampling, q = Krylov/power iterations, ncv = ARPACK "
     "basis. passes: passes over G (a whole-G product counts 1; Nystrom: entries read / NM).\n"
     "e2e s: kernel + solve (dense G); lazy kernel source + solve (Nystrom-type methods: only "

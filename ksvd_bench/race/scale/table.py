@@ -76,7 +76,8 @@ def _cell_text(r):
     if r.get("status") != "ok":
         shown["seconds"] = r.get("status")
     n = r.get("n_warnings")
-    shown["warn"] = ("-" if n is None else str(n)) + ("!" if r.get("reliable") is False else "")
+    mark = "!" if r.get("reliable") is False else "?" if r.get("verified") == "unverified" else ""
+    shown["warn"] = ("-" if n is None else str(n)) + mark
     return shown
 
 
@@ -104,7 +105,7 @@ def format_scale(result, *, wide=False):
             f"{PART_TITLES[part]}: top-{meta['rank']}, threads={meta['threads']}{device};"
             f" seconds = set-up + solve (or why the cell did not finish); sin err, sv err "
             f"vs the reference below; warn: warnings of the solve ('!': the solver marked "
-            f"its answer unreliable)"
+            f"its answer unreliable; '?': unverified, no check ran)"
         )
         blocks.append(format_table(rows, _WIDE if wide else _NARROW, title=wrap_note(title)))
         refs = [r for r in result.references if r["part"] == part]
