@@ -17,7 +17,7 @@ conversion at any boundary; the dataclass declaration adds the typed, documented
 A declared field that was never set is not an entry: ``"fro2" in info`` is False and
 ``info["fro2"]`` raises KeyError as before, while the attribute ``info.fro2`` reads None.
 Assigning the attribute sets the entry. Entries that no field declares (a method's echoed
-options, as ``n_iter``) stay entries; :attr:`Record.extra` lists them.
+options, as ``n_iter``) stay entries; ``Record.extra`` lists them.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ class SolveInfo(Record):
     A dict with declared fields (:mod:`solvers._records`): ``info.fro2`` and ``info["fro2"]``
     are one value. A field the solve did not set is absent (``"fro2" in info`` is False,
     ``info["fro2"]`` raises KeyError) and its attribute reads None. Entries no field
-    declares (a method's options echoed back, as ``n_iter``) are kept (:attr:`extra`).
+    declares (a method's options echoed back, as ``n_iter``) are kept (``info.extra``).
     Every solver sets the fields down to ``reliable``; the others are method-specific.
 
     Attributes
@@ -52,7 +52,7 @@ class SolveInfo(Record):
     check_passes : int
         Passes the product certificate spent (the methods with a ``check_passes`` option).
     certificate : Certificate
-        The product certificate (:class:`solvers._records.Certificate`).
+        The product certificate (:class:`solvers.Certificate`).
     lower_bounds : ndarray of shape (rank,) or None
         Certified lower bounds on ``G``'s top singular values (None where no product ran).
     error_estimate : float
