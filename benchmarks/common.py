@@ -244,15 +244,22 @@ def sv_error(reference, result, rank=RANK):
 
 
 def meets(G, reference, result, eps, measure):
-    """(ok, value, sv_err): the measure and the singular values both within ``eps``.
+    """(ok, value, sv_err): the race's whole-triplet rule (:func:`ksvd_bench.race.common.meets`).
 
     The vector measures (eta, low-rank error) do not read the singular values; an answer
     with the right subspace and wrong values must not count as converged, so the relative
-    singular-value error ``max_i |s~_i - s_i| <= eps * s_1`` is checked too.
+    singular-value error ``max_i |s~_i - s_i| <= eps * s_1`` is checked too, and an answer
+    its solver flagged unreliable does not count either. The triplet residual is not
+    computed here (NaN: the rule does not block on it).
     """
+    from ksvd_bench.race.common import meets as race_meets
+    from ksvd_bench.race.common import warning_fields
+
     value = accuracy(G, reference, result, measure)
     err = sv_error(reference, result)
-    return value <= eps and err <= eps, value, err
+    entry = {"value": value, "sv_error": err, "triplet_residual": math.nan}
+    entry.update(warning_fields((), result.info))
+    return race_meets(entry, eps), value, err
 
 
 def check_accuracy(reference, result, eps, weights, what, G=None):
@@ -268,6 +275,7 @@ def check_accuracy(reference, result, eps, weights, what, G=None):
     if not ok:
         raise MissedTolerance(
             f"{what}: {weights} measure {value:.3g}, singular-value error {err:.3g}, "
+            f"reliable={result.info.get('reliable')}, "
             f"eps={eps:g}; refusing to time an answer that missed the tolerance"
         )
     return value

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import textwrap
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +52,7 @@ from solvers.validation import largest_entry
 
 __all__ = [
     "Scorer",
+    "lowrank_score",
     "STATUSES",
     "recording_warnings",
     "warning_fields",
@@ -114,7 +116,7 @@ def accepted(info):
     only failure is ``"uncertified"`` (no value off its bounds, no missed direction, but the
     subspace or the values not certified to 0.1, as on a cluster or a flat tail at
     ``s_r``): every stop judges those by its own measure (issue 20)."""
-    if not isinstance(info, dict):
+    if not isinstance(info, Mapping):
         return True
     failed = (info.get("certificate") or {}).get("failed")
     reliable = info.get("reliable", True)
@@ -127,7 +129,7 @@ def verification(info):
     ``"flagged"`` (False: a check failed or could not certify it) or ``"unverified"`` (None or
     absent: no check ran, e.g. ``check_passes=0``). An unverified answer is never shown as
     right by the solver's word; only a reference can say it is."""
-    reliable = info.get("reliable") if isinstance(info, dict) else None
+    reliable = info.get("reliable") if isinstance(info, Mapping) else None
     return "unverified" if reliable is None else "certified" if reliable else "flagged"
 
 
@@ -302,7 +304,7 @@ def solver_estimate(info, *, rank=None, n_triplets=None):
     """
     if rank is not None and n_triplets is not None and rank != n_triplets:
         return math.nan
-    value = info.get("error_estimate") if isinstance(info, dict) else None
+    value = info.get("error_estimate") if isinstance(info, Mapping) else None
     try:
         value = float(value)
     except (TypeError, ValueError):
@@ -312,7 +314,7 @@ def solver_estimate(info, *, rank=None, n_triplets=None):
 
 def solver_kind(info):
     """The solver's ``info["error_estimate_kind"]`` (``"exact"``, ``"gap"``, ``"loo"``)."""
-    kind = info.get("error_estimate_kind") if isinstance(info, dict) else None
+    kind = info.get("error_estimate_kind") if isinstance(info, Mapping) else None
     return kind if isinstance(kind, str) else None
 
 
@@ -348,6 +350,28 @@ def answer_status(*, fired, triplet_ok, reference_ok, reliable, stop):
     return "not converged"
 
 
+def lowrank_score(src, res_src, reference, answer, *, rank, fro2=None):
+    """``(low-rank error, fro2)`` of ``answer``, as the driver and the race measure it.
+
+    One pass over ``src`` where G has at most ``LOWRANK_PASS_MAX_ENTRIES`` entries, else
+    products with ``res_src`` (the cheapest exact operator), which need ``||G||_F``:
+    ``fro2`` where known, else one pass computes it and it is returned for the next call
+    (None where it is not finite and positive; the error is then NaN, never 0).
+    """
+    N, M = src.shape
+    if N * M <= LOWRANK_PASS_MAX_ENTRIES:
+        return float(lowrank_error(src, reference, answer, rank=rank, method="pass")), fro2
+    if fro2 is None:  # once per sweep: the products route needs ||G||_F (a pass)
+        value = frobenius_norm(res_src) ** 2
+        fro2 = value if math.isfinite(value) and value > 0 else None
+    if fro2 is None:
+        return math.nan, None
+    value = lowrank_error(
+        res_src, reference, answer, rank=rank, method="products", norm_fro=math.sqrt(fro2)
+    )
+    return float(value), fro2
+
+
 @dataclass
 class Scorer:
     """Every measure and check of one answer, as the driver records it.
@@ -378,8 +402,6 @@ class Scorer:
     _probe_cols: int = field(default=0, repr=False)
 
     def __post_init__(self):
-        N, M = self.src.shape
-        self.lowrank_method = "pass" if N * M <= LOWRANK_PASS_MAX_ENTRIES else "products"
         # Every norm in units of G's size where that is extreme (G near 1e+-300, whose
         # squared norms overflow or underflow), as the solvers do: the sources, the reference
         # values and ||G||_F^2 here, each answer's values in __call__.
@@ -406,21 +428,10 @@ class Scorer:
         return largest_entry(as_source(self.res_src)) or 0.0  # a dense G's fro2 overflowed
 
     def _lowrank(self, out):
-        if self.lowrank_method == "pass":
-            return lowrank_error(self.src, self.ref_in_units, out, rank=self.rank, method="pass")
-        if self.fro2 is None:  # once per sweep: the products route needs ||G||_F (a pass)
-            value = frobenius_norm(self.res_src) ** 2
-            self.fro2 = value if math.isfinite(value) and value > 0 else None
-        if self.fro2 is None:
-            return math.nan
-        return lowrank_error(
-            self.res_src,
-            self.ref_in_units,
-            out,
-            rank=self.rank,
-            method="products",
-            norm_fro=math.sqrt(self.fro2),
+        value, self.fro2 = lowrank_score(
+            self.src, self.res_src, self.ref_in_units, out, rank=self.rank, fro2=self.fro2
         )
+        return value
 
     def _estimate(self, U, GtU, G_Omega, out):
         """``(absolute estimate, relative estimate, kind, stopping factor)``.
@@ -445,7 +456,7 @@ class Scorer:
         return error / self.unit, error / norm, kind, factor
 
     def _read_solver_fro2(self, info):
-        if self.fro2 is None and isinstance(info, dict) and "fro2" in info:
+        if self.fro2 is None and isinstance(info, Mapping) and "fro2" in info:
             # the solver knew ||G||_F^2 exactly (in G's units: inf where it overflowed)
             value = float(info["fro2"]) * self.unit * self.unit
             self.fro2 = value if math.isfinite(value) and value > 0 else None

@@ -40,7 +40,8 @@ from ._estimate import (
     sketch_error_estimate,
     truncation_error,
 )
-from ._result import SVDResult, fix_signs
+from ._records import Certificate
+from ._result import SolveInfo, SVDResult, fix_signs
 from ._source import (
     DenseSource,
     MatrixSource,
@@ -72,6 +73,8 @@ __all__ = [
     "SOLVERS",
     "SolverSpec",
     "SVDResult",
+    "SolveInfo",
+    "Certificate",
     "svd",
     "tsvd",
     "rsvd",

@@ -9,9 +9,109 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._records import Certificate, Record, record
 from .scaling import SAFE_EXPONENT
 
-__all__ = ["SVDResult", "fix_signs"]
+__all__ = ["SVDResult", "SolveInfo", "fix_signs"]
+
+
+@record
+class SolveInfo(Record):
+    """What one solve did, and how far its answer is trusted: ``SVDResult.info``.
+
+    A dict with declared fields (:mod:`solvers._records`): ``info.fro2`` and ``info["fro2"]``
+    are one value. A field the solve did not set is absent (``"fro2" in info`` is False,
+    ``info["fro2"]`` raises KeyError) and its attribute reads None. Entries no field
+    declares (a method's options echoed back, as ``n_iter``) are kept (``info.extra``).
+    Every solver sets the fields down to ``reliable``; the others are method-specific.
+
+    Attributes
+    ----------
+    method : str
+        The method that answered (``"rsvd"``, ``"block_krylov"``, ...).
+    effort : int
+        The method's effort parameter (the knob the driver raises).
+    n_matvec : int
+        Number of vectors multiplied by ``G`` or ``G.T``.
+    n_block_entries : int
+        Entries of ``G`` read through ``rows``/``cols``/``block``.
+    n_products : int
+        Calls of ``matmat``/``rmatmat``/``sketch``: each reads all of ``G`` once, whatever
+        its width.
+    n_passes : float
+        ``n_products + n_block_entries / (N * M)``: the cost in whole passes over ``G``,
+        comparable across methods.
+    seconds : float
+        Wall time of the call.
+    reliable : bool or None
+        True only where the product certificate vouches for the answer
+        (:func:`solvers._check.final_reliable`; ``tsvd``: its eigensolver converged); False
+        when the solver's own checks say the answer cannot be trusted, always together with
+        a ``RuntimeWarning``; None, "unknown", where no evidence certifies it: every method
+        with ``check_passes=0``, whose cheap checks can say False, never True.
+    check_passes : int
+        Passes the product certificate spent (the methods with a ``check_passes`` option).
+    certificate : Certificate
+        The product certificate (:class:`solvers.Certificate`).
+    lower_bounds : ndarray of shape (rank,) or None
+        Certified lower bounds on ``G``'s top singular values (None where no product ran).
+    error_estimate : float
+        ``rsvd``, ``block_krylov``: their own estimate of ``||G - U S V^T||_F`` from their
+        sketch, absolute (absent where they could not make one).
+    error_estimate_kind : str
+        How ``error_estimate`` was made: ``"exact"``, ``"gap"`` or ``"loo"``.
+    fro2 : float
+        ``||G||_F^2`` where the source knows it (``rsvd``, ``block_krylov``).
+    entries_read : int
+        Nyström methods: entries of ``G`` read, the sampler's and any norm pass included.
+    row_indices : ndarray
+        Nyström methods: the sampled rows.
+    col_indices : ndarray or None
+        Nyström methods: the sampled columns (None: ``sym_nystrom``).
+    numerical_rank : int
+        Nyström methods: directions the core kept.
+    s_nystrom : ndarray
+        ``sym_nystrom``: the raw Nyström values, before the pairing product.
+    oblique_norm : float
+        ``asym_nystrom`` (stable core): the oblique projector's norm, a bound on how far its
+        values can be inflated.
+    inflation_estimate : float
+        ``generalized_nystrom``: its estimate of how far the values are inflated.
+    exact_path : str
+        ``tsvd``: the exact route taken where one applied.
+    """
+
+    __slots__ = ()
+
+    method: str
+    effort: int
+    n_matvec: int
+    n_block_entries: int
+    n_products: int
+    n_passes: float
+    seconds: float
+    reliable: bool | None
+    check_passes: int
+    certificate: Certificate
+    lower_bounds: np.ndarray | None
+    error_estimate: float
+    error_estimate_kind: str
+    fro2: float
+    entries_read: int
+    row_indices: np.ndarray
+    col_indices: np.ndarray | None
+    numerical_rank: int
+    s_nystrom: np.ndarray
+    oblique_norm: float
+    inflation_estimate: float
+    exact_path: str
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        cert = dict.get(self, "certificate")
+        # the one place a certificate becomes its record (solvers._certificate builds dicts)
+        if isinstance(cert, dict) and not isinstance(cert, Certificate):
+            dict.__setitem__(self, "certificate", Certificate(cert))
 
 
 @dataclass
@@ -26,23 +126,11 @@ class SVDResult:
         Singular values, largest first.
     V : ndarray of shape (M, rank)
         Right singular vectors, ``G ~ U @ diag(s) @ V.T``.
-    info : dict
-        ``"method"`` (str), ``"effort"`` (int, the method's effort parameter),
-        ``"n_matvec"`` (int, number of vectors multiplied by ``G`` or ``G.T``),
-        ``"n_block_entries"`` (int, entries of ``G`` read through ``rows``/``cols``/``block``),
-        ``"n_products"`` (int, calls of ``matmat``/``rmatmat``/``sketch``: each reads all of
-        ``G`` once, whatever its width), ``"n_passes"`` (float, ``n_products +
-        n_block_entries / (N * M)``: the cost in whole passes over ``G``, comparable across
-        methods), ``"seconds"`` (float, wall time of the call), ``"reliable"`` (True only where
-        the product certificate vouches for the answer, :func:`solvers._check.final_reliable`
-        (``tsvd``: its eigensolver converged); False when the solver's own checks say the
-        answer cannot be trusted, always together with a ``RuntimeWarning``; None,
-        "unknown", where no evidence certifies it: every method with ``check_passes=0``,
-        whose cheap checks can say False, never True) and method-specific keys; ``rsvd`` and
-        ``block_krylov`` add ``"error_estimate"`` (float, their own estimate of
-        ``||G - U S V^T||_F`` from their sketch, absolute), ``"error_estimate_kind"``
-        (``"exact"``, ``"gap"`` or ``"loo"``) where they could make one, and ``"fro2"``
-        (``||G||_F^2``) where the source knows it.
+    info : SolveInfo
+        What the solve did and how far its answer is trusted: the common fields
+        (``method``, ``effort``, the counters, ``seconds``, ``reliable``) and each method's
+        own (see :class:`SolveInfo`). It reads as the dict it has always been
+        (``info["reliable"]``, ``info.get("fro2")``); a plain dict given here is made one.
 
     Notes
     -----
@@ -54,7 +142,11 @@ class SVDResult:
     U: np.ndarray
     s: np.ndarray
     V: np.ndarray
-    info: dict = field(default_factory=dict)
+    info: SolveInfo = field(default_factory=SolveInfo)
+
+    def __post_init__(self):
+        if not isinstance(self.info, SolveInfo):
+            self.info = SolveInfo(self.info or {})
 
     @property
     def rank(self) -> int:
@@ -136,17 +228,19 @@ def finish(U, s, V, *, method, effort, tracker, t0, dtype, reliable=True, **extr
     V = np.asarray(V[:, order], dtype=dtype)
     s = np.asarray(np.asarray(s) / scale, dtype=dtype)[order]
     fix_signs(U, V)
-    info = {
-        "method": method,
-        "effort": int(effort),
-        "n_matvec": int(tracker.n_matvec),
-        "n_block_entries": int(tracker.n_block_entries),
-        "n_products": int(tracker.n_products),
-        "n_passes": float(tracker.n_passes),
-        "seconds": time.perf_counter() - t0,
-        "reliable": None if reliable is None else bool(reliable),
-    }
-    info.update(extra if scale == 1.0 else _unscaled(extra, scale))
+    info = SolveInfo(
+        {
+            "method": method,
+            "effort": int(effort),
+            "n_matvec": int(tracker.n_matvec),
+            "n_block_entries": int(tracker.n_block_entries),
+            "n_products": int(tracker.n_products),
+            "n_passes": float(tracker.n_passes),
+            "seconds": time.perf_counter() - t0,
+            "reliable": None if reliable is None else bool(reliable),
+        },
+        **(extra if scale == 1.0 else _unscaled(extra, scale)),
+    )
     return SVDResult(U=U, s=s, V=V, info=info)
 
 

@@ -117,15 +117,20 @@ def _common():
     return module
 
 
+def _low_rank_problem(seed, n_rows, decay):
+    """``G = U0 diag(s0) V0^T`` of rank 30, 40 columns, ``s0 = decay^i``."""
+    rng = np.random.default_rng(seed)
+    U0, _ = np.linalg.qr(rng.standard_normal((n_rows, 30)))
+    V0, _ = np.linalg.qr(rng.standard_normal((40, 30)))
+    s0 = decay ** np.arange(30)
+    return (U0 * s0) @ V0.T, U0, s0, V0
+
+
 def test_check_accuracy_refuses_right_vectors_with_wrong_singular_values():
     from solvers import SVDResult
 
     common = _common()
-    rng = np.random.default_rng(0)
-    U0, _ = np.linalg.qr(rng.standard_normal((60, 30)))
-    V0, _ = np.linalg.qr(rng.standard_normal((40, 30)))
-    s0 = 0.8 ** np.arange(30)
-    G = (U0 * s0) @ V0.T
+    G, U0, s0, V0 = _low_rank_problem(0, 60, 0.8)
     r = common.RANK
     ref = SVDResult(U=U0[:, :r], s=s0[:r], V=V0[:, :r], info={})
     assert common.check_accuracy(ref, ref, 1e-8, "singular_values", "exact") <= 1e-12
@@ -140,6 +145,27 @@ def test_check_accuracy_refuses_right_vectors_with_wrong_singular_values():
     # too few values can never pass
     short = SVDResult(U=U0[:, :3], s=s0[:3], V=V0[:, :3], info={})
     assert common.sv_error(ref, short) == np.inf
+
+
+def test_meets_is_the_race_rule():
+    """benchmarks' ``meets`` is the race's verdict: an answer its solver flagged unreliable
+    misses, whatever its measure (it was timed before, issue 34)."""
+    from ksvd_bench.race.common import meets as race_meets
+    from solvers import SVDResult
+
+    common = _common()
+    G, U0, s0, V0 = _low_rank_problem(1, 50, 0.7)
+    r = common.RANK
+    ref = SVDResult(U=U0[:, :r], s=s0[:r], V=V0[:, :r])
+    for reliable, expected in ((True, True), (None, True), (False, False)):
+        ans = SVDResult(U=U0[:, :r], s=s0[:r], V=V0[:, :r], info={"reliable": reliable})
+        ok, value, err = common.meets(G, ref, ans, 1e-8, "lowrank")
+        assert ok is expected and value <= 1e-8 and err <= 1e-12
+        entry = {"value": value, "sv_error": err, "triplet_residual": np.nan}
+        entry.update(n_warnings=0, warnings=[], reliable=reliable is not False)
+        assert race_meets(entry, 1e-8) is ok
+    with pytest.raises(common.MissedTolerance, match="reliable=False"):
+        common.check_accuracy(ref, ans, 1e-8, "lowrank", "flagged", G=G)
 
 
 def test_asv_machine_file_is_written_in_a_private_home(tmp_path):

@@ -744,3 +744,27 @@ def test_rows_cut_short_by_the_budget_say_so_everywhere(tmp_path):
     assert "on 1 of 2 seeds" in " ".join(head)
     page = (tmp_path / "report.html").read_text()
     assert "<td class='num s-short'>1 of 2</td>" in page
+
+
+@pytest.mark.parametrize("route_limit", [10**9, 0])  # the pass over G, then products
+def test_race_measures_lowrank_with_the_drivers_code(monkeypatch, route_limit):
+    """One Scorer (issue 34): the race's measure of an answer is the driver's low-rank code."""
+    import ksvd_bench.scoring as scoring
+    import solvers
+    from ksvd_bench.metrics import eta
+    from ksvd_bench.race.compare import cells
+
+    monkeypatch.setattr(scoring, "LOWRANK_PASS_MAX_ENTRIES", route_limit)
+    assert not hasattr(cells, "Scorer")
+    rng = np.random.default_rng(3)
+    G = rng.standard_normal((40, 6)) @ rng.standard_normal((6, 30))
+    G += 0.01 * rng.standard_normal(G.shape)
+    ref = reference_svd(G, 4)
+    ans = solvers.svd(G, 4, method="rsvd", n_iter=0, random_state=0, check_passes=0)
+    measure = cells.AnswerMeasure(G, G, ref, 4)
+    value = measure("lowrank", ans)
+    expected, fro2 = scoring.lowrank_score(G, G, ref, ans, rank=4)
+    assert value == expected and 0 < value < 1
+    assert (measure.fro2 is None) == (route_limit > 0)  # ||G||_F only on the products route
+    assert fro2 == measure.fro2 and (fro2 is None or fro2 == pytest.approx(np.sum(G * G)))
+    assert measure("uniform", ans) == float(eta(ref, ans, weights="uniform", rank=4))

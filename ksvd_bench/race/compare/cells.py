@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ksvd_bench.metrics import eta
 from ksvd_bench.race.common import (
     POINT_ONLY,
     RESIDUAL_SUFFIX,
@@ -45,10 +46,11 @@ from ksvd_bench.race.paper_runtime import (
     paper_speedup,
 )
 from ksvd_bench.race.problems import Problem
+from ksvd_bench.scoring import lowrank_score
 
 __all__ = [
     "Context",
-    "Scorer",
+    "AnswerMeasure",
     "race_method",
     "structured_rows",
     "add_speedups",
@@ -58,42 +60,26 @@ __all__ = [
 ]
 
 
-class Scorer:
-    """Scores an answer under any measure (eta weightings, ``"lowrank"``) against a reference.
+class AnswerMeasure:
+    """The race's measure of an answer against the reference: ``(measure, answer) -> value``.
 
-    The low-rank error makes a pass over the dense G where that is small, and goes through
-    products with the cheaper ``res_src`` (the structured operator) where it is not, as the
-    driver does.
+    Any eta weighting, or ``"lowrank"``, scored by the driver's code
+    (:func:`ksvd_bench.scoring.lowrank_score`: a pass over the dense G where that is small,
+    else products with the cheaper ``res_src``, the structured operator); ``||G||_F`` is
+    computed once, on the first low-rank score that needs it.
     """
 
     def __init__(self, G, res_src, reference, rank):
-        from ksvd_bench.metrics import LOWRANK_PASS_MAX_ENTRIES
-
         self.G, self.res_src, self.reference, self.rank = G, res_src, reference, rank
-        self.use_pass = G.shape[0] * G.shape[1] <= LOWRANK_PASS_MAX_ENTRIES
-        self.norm_fro = None
+        self.fro2 = None
 
     def __call__(self, measure, answer):
-        from ksvd_bench.metrics import eta, frobenius_norm, lowrank_error
-
         if is_eta(measure):
             return float(eta(self.reference, answer, weights=measure, rank=self.rank))
-        if self.use_pass:
-            return float(
-                lowrank_error(self.G, self.reference, answer, rank=self.rank, method="pass")
-            )
-        if self.norm_fro is None:
-            self.norm_fro = frobenius_norm(self.res_src)
-        return float(
-            lowrank_error(
-                self.res_src,
-                self.reference,
-                answer,
-                rank=self.rank,
-                method="products",
-                norm_fro=self.norm_fro,
-            )
+        value, self.fro2 = lowrank_score(
+            self.G, self.res_src, self.reference, answer, rank=self.rank, fro2=self.fro2
         )
+        return value
 
 
 def first_hit(history, eps, key, *, whole=True):
@@ -176,7 +162,7 @@ class Context:
     G: np.ndarray
     reference: object
     res_src: object  # cheapest exact operator of G, for residual and low-rank scores
-    score: Scorer
+    score: AnswerMeasure
     base: dict  # dataset, shape, kernel fields of every row
     paper_key: str | None
     settings: Settings

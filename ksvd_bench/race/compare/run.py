@@ -30,8 +30,8 @@ from ksvd_bench.race.common import (
     warm_up,
 )
 from ksvd_bench.race.compare.cells import (
+    AnswerMeasure,
     Context,
-    Scorer,
     add_speedups,
     race_method,
     structured_rows,
@@ -214,7 +214,7 @@ def _race_problem(problem, s, bar):
         G=G,
         reference=reference,
         res_src=res_src,
-        score=Scorer(G, res_src, reference, s.rank),
+        score=AnswerMeasure(G, res_src, reference, s.rank),
         base={"dataset": problem.name, "shape": list(G.shape), "kernel": problem.kernel},
         paper_key=_paper_key(problem.name, s),
         settings=s,
