@@ -594,6 +594,9 @@ def main(argv=None):
         "ones, false alarms by s_r / s_(r+1); no stop='estimate' runs; writes grown.json/.md",
     )
     ap.add_argument("--families", default="", help="comma-separated subset of the families")
+    ap.add_argument(
+        "--out", type=Path, default=OUT, help=f"folder for the .json and .md (default {OUT})"
+    )
     args = ap.parse_args(argv)
     if args.scale:
         at_scale(args.scale, args.budget)
@@ -628,12 +631,12 @@ def main(argv=None):
         "machine": platform.machine(),
     }
     name = "grown" if args.grown else "certificates"
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{name}.json").write_text(
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{name}.json").write_text(
         dump({"meta": meta, "table": table, "gap_bins": bins, "estimate": est}, rows, runs)
     )
     text = markdown(table, None if args.grown else est, meta, bins)
-    (OUT / f"{name}.md").write_text(text)
+    (args.out / f"{name}.md").write_text(text)
     print(text)
 
 
