@@ -156,8 +156,8 @@ class PassRoofline:
             fn()
 
     def track_blas_ratio(self, dtype, name, n):
-        from ksvd_bench._threads import solver_threads
         from ksvd_bench.roofline import time_against_blas
+        from ksvd_bench.threads import solver_threads
 
         with solver_threads(1):
             return time_against_blas({name: self.pair}, repeats=5)[name]["cpu_ratio"]

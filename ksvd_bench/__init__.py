@@ -13,7 +13,7 @@ __all__ = ["KSVD", "__version__"]
 def __getattr__(name):
     # The estimator pulls in scikit-learn; import it only when asked for.
     if name == "KSVD":
-        from .estimators import KSVD
+        from .estimators import KSVD  # scikit-learn: loaded when KSVD is asked for
 
         return KSVD
     raise AttributeError(f"module 'ksvd_bench' has no attribute {name!r}")

@@ -14,14 +14,14 @@ Sub-commands
 
 Each sub-command lives in a module with an ``add_*`` / ``add_parser(subparsers)`` function
 (:mod:`ksvd_bench.race.compare.cli`, :mod:`ksvd_bench.race.commands`,
-:mod:`ksvd_bench.race.scale.cli`, :mod:`ksvd_bench.paper._reproduce_cli`); a new one is added by
+:mod:`ksvd_bench.race.scale.cli`, :mod:`ksvd_bench.paper.cli`); a new one is added by
 listing its function in :func:`_subcommands`. A leaf parser sets ``func`` (the work) and may
 set ``check(args, parser)``, which :func:`main` calls after parsing and before any work, so
 that a bad combination of flags or an unwritable ``--out`` is reported at once (exit status 2,
 the error on the first line, then a pointer to the sub-command's ``--help``). :func:`main`
 also sets ``args.command_line``, the command as typed, which the records keep as the command
 that regenerates them, and ``args.given``, the ``dest`` of each flag typed. Shared argument
-types and the one default-thread rule: :mod:`ksvd_bench._cliargs`. This layer may import the
+types and the one default-thread rule: :mod:`ksvd_bench.cliargs`. This layer may import the
 studies; they never import it.
 """
 
@@ -30,16 +30,16 @@ from __future__ import annotations
 import shlex
 import sys
 
-from ksvd_bench._cliargs import Parser, given_dests
-from ksvd_bench._threads import quiet_blas_spin
+from ksvd_bench.cliargs import Parser, given_dests
+from ksvd_bench.threads import quiet_blas_spin
 
 __all__ = ["build_parser", "main"]
 
 
 def _subcommands():
     """The ``add_parser``-style functions of every sub-command, in ``--help`` order."""
-    from ksvd_bench import roofline
-    from ksvd_bench.paper import _reproduce_cli
+    from ksvd_bench import roofline_cli
+    from ksvd_bench.paper import cli as reproduce_cli
     from ksvd_bench.race import commands
     from ksvd_bench.race.compare import cli as compare_cli
     from ksvd_bench.race.scale import cli as scale_cli
@@ -51,9 +51,9 @@ def _subcommands():
         commands.add_residual_study,
         scale_cli.add_parser,
         commands.add_sampling,
-        _reproduce_cli.add_parser,
+        reproduce_cli.add_parser,
         suite_cli.add_parser,
-        roofline.add_parser,
+        roofline_cli.add_parser,
     )
 
 

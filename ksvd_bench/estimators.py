@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 import solvers
 from ksvd_bench.kernels import KernelSource, compat_maps, kernel_matrix
-from ksvd_bench.kernels._params import (
+from ksvd_bench.kernels.params import (
     COMPATS,
     KERNELS,
     check_gamma,

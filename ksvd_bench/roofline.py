@@ -16,7 +16,7 @@ the tiling cost nothing beyond the products.
 ``Omega``; ``"rmatmat"``: its transpose times ``Psi``; ``"sketch"``: both, from one ``X Z^T``;
 ``"setup"``: ``X Z^T`` alone), :func:`time_against_blas` times a pass and its baseline in
 interleaved rounds, and :func:`roofline` measures every pass at both dtypes and a list of
-thread counts (``ksvd-bench roofline``, :func:`add_parser`).
+thread counts (``ksvd-bench roofline``: :mod:`ksvd_bench.roofline_cli`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ import os
 import time
 
 import numpy as np
+
+from ksvd_bench.kernels import KernelSource
+from ksvd_bench.report import machine_info
+from ksvd_bench.threads import check_threads, max_threads, solver_threads
 
 __all__ = [
     "PASSES",
@@ -37,7 +41,6 @@ __all__ = [
     "pass_operands",
     "roofline",
     "format_roofline",
-    "add_parser",
 ]
 
 #: the passes of a lazy source that the roofline measures, and their BLAS work
@@ -143,8 +146,8 @@ def time_against_blas(fns, repeats, settle=SETTLE_S):
     before (Numba's OpenMP workers, OpenBLAS's) have stopped spinning and take no cores, or
     CPU time, from it. OpenBLAS's spin lasts ``2**OPENBLAS_THREAD_TIMEOUT`` clock ticks, about
     0.1 s by default: far longer than the pause, so run with a short one
-    (:func:`ksvd_bench._threads.quiet_blas_spin`, which ``ksvd-bench`` calls;
-    :func:`ksvd_bench._threads.solver_threads` warns).
+    (:func:`ksvd_bench.threads.quiet_blas_spin`, which ``ksvd-bench`` calls;
+    :func:`ksvd_bench.threads.solver_threads` warns).
 
     Returns
     -------
@@ -182,9 +185,6 @@ def time_against_blas(fns, repeats, settle=SETTLE_S):
 
 def _one_setting(n, m, d, k, dtype, threads, kernel, repeats, seed, settle):
     """Rows of :func:`roofline` for one dtype and thread count."""
-    from ksvd_bench._threads import solver_threads
-    from ksvd_bench.kernels import KernelSource
-
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
     Z = rng.standard_normal((m, d))
@@ -269,9 +269,6 @@ def roofline(
         :func:`ksvd_bench.report.machine_info` plus the 1-minute load average before and
         after the run.
     """
-    from ksvd_bench._threads import check_threads, max_threads
-    from ksvd_bench.report import machine_info
-
     m = n if m is None else m
     for name, v in (("n", n), ("m", m), ("d", d), ("k", k), ("repeats", repeats)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -337,107 +334,3 @@ def format_roofline(result):
             f"{r['blas_gflops']:13.1f} {r['ratio']:10.2f}x {r['cpu_ratio']:9.2f}x"
         )
     return "\n".join(lines)
-
-
-# ----------------------------------------------------------------------- command line
-def add_parser(subparsers):
-    """Add ``roofline`` to an argparse ``subparsers``; it sets ``func`` and ``check``."""
-    from ksvd_bench._cliargs import int_list, nonnegative_float, out_dir, positive_int
-    from ksvd_bench.kernels._params import KERNELS
-
-    p = subparsers.add_parser(
-        "roofline",
-        help="the fused passes timed against this machine's BLAS",
-        description=(
-            "Time matmat, rmatmat and sketch of a lazy point source against numpy's BLAS "
-            "doing the pass's products (X Z^T, then times Omega and/or Psi; exp left out) at "
-            "the same shape, dtype and thread count, in interleaved rounds of one run; print "
-            "the BLAS rates, ns per kernel entry, the pass/BLAS ratios and the machine's "
-            "record, and write roofline.json under --out."
-        ),
-    )
-    p.add_argument("--n", type=positive_int, default=4000, help="N = M (default: %(default)s)")
-    p.add_argument("--dim", type=positive_int, default=64, help="d (default: %(default)s)")
-    p.add_argument(
-        "--cols",
-        type=positive_int,
-        default=40,
-        help="columns of Omega and of Psi (default: %(default)s)",
-    )
-    p.add_argument(
-        "--kernel",
-        choices=KERNELS,
-        default="rbf",
-        help="the source's kernel (default: %(default)s)",
-    )
-    p.add_argument(
-        "--dtypes",
-        default="float32,float64",
-        type=lambda s: tuple(x.strip() for x in s.split(",")),
-        help="comma-separated among float32, float64 (default: both)",
-    )
-    p.add_argument(
-        "--threads",
-        type=int_list,
-        default=None,
-        help="comma-separated thread counts (default: 1 and NUMBA_NUM_THREADS)",
-    )
-    p.add_argument(
-        "--repeats",
-        type=positive_int,
-        default=5,
-        help="interleaved rounds; medians are reported (default: %(default)s)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of the points (default: 0)")
-    p.add_argument(
-        "--settle",
-        type=nonnegative_float,
-        default=SETTLE_S,
-        help="idle seconds before each timed call, so that one call's idle BLAS "
-        "and Numba threads do not slow the next (default: %(default)s)",
-    )
-    p.add_argument(
-        "--out",
-        type=out_dir,
-        default="results/roofline",
-        help="directory for roofline.json (default: %(default)s)",
-    )
-    p.set_defaults(func=run, check=check, parser=p)
-    return p
-
-
-def check(args, parser):
-    """Cross-flag checks, before any work."""
-    from ksvd_bench._cliargs import check_out
-    from ksvd_bench._threads import max_threads
-
-    bad = [t for t in args.dtypes if t not in ("float32", "float64")]
-    if bad or not args.dtypes:
-        parser.error(f"argument --dtypes: expected float32 and/or float64, got {bad}")
-    if args.threads and max(args.threads) > max_threads():
-        parser.error(f"argument --threads: at most {max_threads()} (NUMBA_NUM_THREADS)")
-    check_out(args, parser)
-
-
-def run(args):
-    """Measure, print the table and write ``roofline.json``."""
-    from pathlib import Path
-
-    from ksvd_bench._cliargs import print_result
-    from ksvd_bench.report import write_json
-
-    result = roofline(
-        args.n,
-        d=args.dim,
-        k=args.cols,
-        dtypes=args.dtypes,
-        threads=args.threads,
-        kernel=args.kernel,
-        repeats=args.repeats,
-        seed=args.seed,
-        settle=args.settle,
-    )
-    result["command"] = getattr(args, "command_line", None)
-    path = Path(args.out) / "roofline.json"
-    write_json(path, result)
-    return print_result(format_roofline(result), {"roofline": str(path)})

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from ._estimate import (
     GAP_RTOL,
+    GAP_RTOL_FLOAT32,
     N_PROBES,
     PROBE_SAFETY,
     frobenius_gap,
@@ -35,6 +36,7 @@ from ._estimate import (
     leave_one_out_error,
     probe_error,
     probe_failure_probability,
+    probe_fro2_lower,
     sketch_error_estimate,
     truncation_error,
 )
@@ -47,9 +49,9 @@ from ._source import (
     SparseSource,
     as_source,
     check_index,
+    frobenius_of,
     source_to_dense,
 )
-from ._validation import check_choice, check_int, check_random_state
 from .generalized_nystrom import generalized_nystrom
 from .krylov import block_krylov
 from .nystrom import asym_nystrom, sym_nystrom
@@ -63,6 +65,7 @@ from .registry import (
 )
 from .rsvd import randomized_range_finder, rsvd
 from .tsvd import tsvd
+from .validation import check_choice, check_int, check_random_state
 
 __all__ = [
     "METHODS",
@@ -91,8 +94,10 @@ __all__ = [
     "check_int",
     "fix_signs",
     "check_index",
+    "frobenius_of",
     # error estimates without a reference (issue 15 §2)
     "GAP_RTOL",
+    "GAP_RTOL_FLOAT32",
     "N_PROBES",
     "PROBE_SAFETY",
     "frobenius_gap",
@@ -100,6 +105,7 @@ __all__ = [
     "krylov_leave_one_out_error",
     "probe_error",
     "probe_failure_probability",
+    "probe_fro2_lower",
     "sketch_error_estimate",
     "truncation_error",
 ]

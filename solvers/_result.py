@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._records import Certificate, Record, record
-from ._scaling import SAFE_EXPONENT
+from .scaling import SAFE_EXPONENT
 
 __all__ = ["SVDResult", "SolveInfo", "fix_signs"]
 
@@ -214,7 +214,7 @@ def fix_signs(U, V):
 def finish(U, s, V, *, method, effort, tracker, t0, dtype, reliable=True, **extra):
     """Order triplets by decreasing ``s``, apply the sign convention, cast, and build info.
 
-    ``tracker`` is the counting wrapper the method used (see ``_validation.Tracked``): every
+    ``tracker`` is the counting wrapper the method used (see ``validation.Tracked``): every
     method's counters, ``n_passes`` included, come from it, so they are computed one way.
     ``t0`` is the ``time.perf_counter()`` value taken when the call started. ``reliable``
     is False only where the method's own checks flagged the answer (and warned).

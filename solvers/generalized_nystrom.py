@@ -12,8 +12,8 @@ from scipy import linalg
 from ._certificate import certify
 from ._check import CHECK_FACTOR, final_reliable
 from ._result import SVDResult, finish
-from ._scaling import power_of_two_scale
-from ._validation import check_args, check_int, check_real
+from .scaling import power_of_two_scale
+from .validation import check_args, check_int, check_real
 
 __all__ = ["generalized_nystrom"]
 

@@ -10,8 +10,8 @@ from scipy import linalg
 from ._certificate import fused_known, fused_probes
 from ._estimate import krylov_leave_one_out_error
 from ._result import SVDResult
-from ._validation import check_args, check_int
 from .rsvd import _finish_oriented, _orient, certify_answer, error_estimate_info
+from .validation import check_args, check_int
 
 __all__ = ["block_krylov"]
 

@@ -29,8 +29,8 @@ from ._check import (
 )
 from ._estimate import MIN_SAMPLED_ROWS, row_sample_error
 from ._result import SVDResult, finish
-from ._scaling import power_of_two_scale
-from ._validation import (
+from .scaling import power_of_two_scale
+from .validation import (
     ASYM_CORES,
     ASYM_SAMPLINGS,
     CORES,
@@ -302,7 +302,7 @@ def sym_nystrom(
         core=core,
         check_passes=check_passes,
     )
-    from .sampling._basic import sample_indices
+    from .sampling.basic import sample_indices
 
     opts, rank, src, dtype, rng = chk.options, chk.rank, chk.source, chk.dtype, chk.rng
     N, M = src.shape
@@ -753,7 +753,7 @@ def _validate_asym(opts, rank, shape):
 
 
 def _select(src, opts, rank, rng):
-    """The sample: given indices, uniform/norm (``sampling._basic``) or a pivoting sampler.
+    """The sample: given indices, uniform/norm (``sampling.basic``) or a pivoting sampler.
 
     Entries a sampler reads past the counting wrapper (it reports them in
     ``Selection.entries_read``) are added to the wrapper's count, so ``n_passes`` and
@@ -762,7 +762,7 @@ def _select(src, opts, rank, rng):
     ridx, cidx = opts["row_indices"], opts["col_indices"]
     n, m, sampling = opts["n_rows"], opts["n_samples"], opts["sampling"]
     if sampling in ("uniform", "norm") or (ridx is not None and cidx is not None):
-        from .sampling._basic import select_basic
+        from .sampling.basic import select_basic
 
         basic = sampling if sampling in ("uniform", "norm") else "uniform"
         return select_basic(src, n, m, sampling=basic, rng=rng, row_indices=ridx, col_indices=cidx)

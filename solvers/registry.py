@@ -24,12 +24,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._validation import check_choice
 from .generalized_nystrom import generalized_nystrom
 from .krylov import block_krylov
 from .nystrom import asym_nystrom, sym_nystrom
 from .rsvd import rsvd
 from .tsvd import tsvd
+from .validation import check_choice
 
 __all__ = [
     "METHODS",

@@ -13,7 +13,7 @@ from ._check import final_reliable
 from ._estimate import GAP_RTOL, GAP_RTOL_FLOAT32, leave_one_out_error, sketch_error_estimate
 from ._result import SVDResult, finish
 from ._source import as_source
-from ._validation import NORMALIZERS, check_args, check_choice, check_int, check_random_state
+from .validation import NORMALIZERS, check_args, check_choice, check_int, check_random_state
 
 __all__ = ["rsvd", "randomized_range_finder"]
 

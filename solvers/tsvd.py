@@ -27,9 +27,9 @@ from scipy import linalg
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, svds
 
 from ._result import SVDResult, finish
-from ._scaling import SAFE_EXPONENT, power_of_two_scale
 from ._source import DenseSource, OperatorSource, SparseSource
-from ._validation import BACKENDS, Tracked, check_args, check_choice, check_int, check_real
+from .scaling import SAFE_EXPONENT, power_of_two_scale
+from .validation import BACKENDS, Tracked, check_args, check_choice, check_int, check_real
 
 __all__ = ["tsvd"]
 

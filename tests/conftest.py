@@ -10,14 +10,14 @@ or a one-CPU machine), the test is not skipped: it runs in a fresh interpreter s
 ``NUMBA_NUM_THREADS=n`` (Numba fixes its pool size at import), and passes or fails there.
 
 OpenBLAS's idle workers spin briefly, as in a ``ksvd-bench`` run
-(:func:`ksvd_bench._threads.quiet_blas_spin`): set before anything below loads numpy.
+(:func:`ksvd_bench.threads.quiet_blas_spin`): set before anything below loads numpy.
 """
 
 import os
 import subprocess
 import sys
 
-from ksvd_bench._threads import quiet_blas_spin
+from ksvd_bench.threads import quiet_blas_spin
 
 quiet_blas_spin()
 

@@ -14,8 +14,8 @@ from ksvd_bench.cli import main
 from ksvd_bench.datasets import DatasetError
 from ksvd_bench.datasets._files import read_user_matrix
 from ksvd_bench.kernels import KernelSource, paper_gamma
-from ksvd_bench.kernels._sparse_structure import sparse_structure_problems
 from ksvd_bench.kernels.matrix import check_data
+from ksvd_bench.kernels.sparse_structure import sparse_structure_problems
 from ksvd_bench.race.problems import problem_from_file
 
 

@@ -8,10 +8,10 @@ import warnings
 import numpy as np
 import pytest
 
-from ksvd_bench._scoring import exact_fro2
 from ksvd_bench.driver import solve_to_tolerance
 from ksvd_bench.kernels import KernelSource
 from ksvd_bench.kernels.source import FROBENIUS_RTOL
+from ksvd_bench.scoring import exact_fro2
 
 KERNELS = ("sne", "rbf", "t", "linear", "poly", "softmax")
 OFFSETS = (0.0, 1e2, 1e3, 3e3, 1e4)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import solvers
-from ksvd_bench._scoring import accepted
 from ksvd_bench.datasets import make_kernel_problem, make_rare_clusters
 from ksvd_bench.kernels import kernel_matrix
+from ksvd_bench.scoring import accepted
 from solvers._certificate import (
     SUBSPACE_TOL,
     VALUE_TOL,

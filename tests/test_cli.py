@@ -7,11 +7,11 @@ import re
 import numpy as np
 import pytest
 
-from ksvd_bench._threads import max_threads
 from ksvd_bench.cli import build_parser, main
 from ksvd_bench.datasets import make_directed_graph
 from ksvd_bench.race import compare as compare_module
 from ksvd_bench.race.spectrum import _draw_spectrum, format_spectrum, run_spectrum
+from ksvd_bench.threads import max_threads
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import solvers
-from ksvd_bench._scoring import exact_fro2
 from ksvd_bench.cli import main
 from ksvd_bench.datasets import DatasetError
 from ksvd_bench.driver import reference_svd, solve_to_tolerance
@@ -18,6 +17,7 @@ from ksvd_bench.metrics import lowrank_error, residual_estimate, triplet_residua
 from ksvd_bench.race.compare import run as compare_run
 from ksvd_bench.race.compare import run_compare
 from ksvd_bench.race.problems import problem_from_data, problem_from_file, problem_from_points
+from ksvd_bench.scoring import exact_fro2
 
 QUIET = ["--seeds", "1", "--no-residual", "--no-progress"]
 

@@ -16,7 +16,8 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from ksvd_bench.kernels import KernelSource
-from ksvd_bench.kernels._numba import (
+from ksvd_bench.kernels.backends import cpu as F
+from ksvd_bench.kernels.leaves import (
     _EXP_POLY,
     EXP_MIN,
     EXP_MIN_F32,
@@ -24,7 +25,6 @@ from ksvd_bench.kernels._numba import (
     ROUND_BITS_F32,
     times_pow2_of_rounded,
 )
-from ksvd_bench.kernels.backends import cpu as F
 
 N, M, D = 70, 55, 8
 
@@ -218,10 +218,10 @@ def test_exp_sweeps_are_marked_noinline(name, dtype):
     # (never_inline); compiled afresh here, as a cached copy cannot be inspected
     import re
 
-    from ksvd_bench.kernels import _numba
+    from ksvd_bench.kernels import leaves
 
     fresh = numba.njit(fastmath={"nnan", "ninf", "nsz", "contract", "arcp"}, cache=False)(
-        getattr(_numba, name).py_func
+        getattr(leaves, name).py_func
     )
     fresh(np.zeros(8, dtype), dtype(0.0), dtype(1.0))
     ir = fresh.inspect_llvm(fresh.signatures[0])

@@ -415,7 +415,7 @@ def test_driver_lowrank_metric_matches_the_metric(problem, monkeypatch):
     tracked = solve_to_tolerance(
         G, 5, "rsvd", 1e-6, reference=ref, random_state=0, track=("eta", "lowrank", "subspace")
     )
-    monkeypatch.setattr("ksvd_bench._scoring.LOWRANK_PASS_MAX_ENTRIES", 0)
+    monkeypatch.setattr("ksvd_bench.scoring.LOWRANK_PASS_MAX_ENTRIES", 0)
     products = solve_to_tolerance(
         G, 5, "rsvd", 1e-6, reference=ref, random_state=0, track=("lowrank",)
     )

@@ -306,7 +306,7 @@ def test_estimate_stop_keeps_its_margin_where_the_norm_comes_from_probes(monkeyp
     eps = 0.1 with true errors 0.107 and 0.110 (N = 300, M = 240; at N = 1000, M = 800,
     r = 7: 0.1031-0.1038). Dividing by the norm's lower confidence bound, no answer is
     accepted above eps; the old denominator, patched back in, accepts them."""
-    import ksvd_bench._scoring as scoring
+    import ksvd_bench.scoring as scoring
 
     seed, rank = 21, 5
     from ksvd_bench.driver import solve_to_tolerance

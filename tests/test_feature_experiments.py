@@ -12,10 +12,10 @@ from sklearn.neighbors import KernelDensity
 
 from ksvd_bench.datasets import Graph, make_directed_graph
 from ksvd_bench.paper import paper_numbers
-from ksvd_bench.paper._reproduce_cli import EXPERIMENTS, add_parser, main
 from ksvd_bench.paper._result import ExperimentResult
 from ksvd_bench.paper.ablation import poly_svd_features, run_ablation
 from ksvd_bench.paper.asymmetry import NOT_COMPARABLE, kde_kl, run_asymmetry
+from ksvd_bench.paper.cli import EXPERIMENTS, add_parser, main
 from ksvd_bench.paper.graph_reconstruction import (
     reconstruct_adjacency,
     reconstruction_errors,

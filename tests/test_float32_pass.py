@@ -18,7 +18,7 @@ import pytest
 import scipy.sparse as sp
 
 from ksvd_bench.kernels import KERNELS, KernelSource
-from ksvd_bench.kernels._numba import EXP_MIN_F32, exp_nonpos_f32
+from ksvd_bench.kernels.leaves import EXP_MIN_F32, exp_nonpos_f32
 
 # two row tiles (256 rows) and several column tiles (tile_shape: 64 columns at M = 420)
 N, M, D = 300, 420, 6
@@ -167,10 +167,10 @@ def test_blas_work_does_the_passes_products(name, dtype, monkeypatch):
 
 
 def test_roofline_command_prints_rates_and_ratios(tmp_path, capsys):
-    from ksvd_bench import roofline
+    from ksvd_bench import roofline, roofline_cli
 
     parser = argparse.ArgumentParser()
-    roofline.add_parser(parser.add_subparsers())
+    roofline_cli.add_parser(parser.add_subparsers())
     args = parser.parse_args(
         [
             "roofline",
@@ -273,14 +273,14 @@ def test_scale_cells_report_ns_per_entry_and_blas_ratio(dtype):
     ],
 )
 def test_openblas_spin_reads_the_variable_as_openblas_does(value, expected):
-    from ksvd_bench._threads import openblas_spin
+    from ksvd_bench.threads import openblas_spin
 
     env = {} if value is None else {"OPENBLAS_THREAD_TIMEOUT": value}
     assert openblas_spin(env) == expected
 
 
 def test_quiet_blas_spin_sets_a_default_and_keeps_the_users():
-    from ksvd_bench._threads import BLAS_SPIN, quiet_blas_spin
+    from ksvd_bench.threads import BLAS_SPIN, quiet_blas_spin
 
     env = {}
     assert quiet_blas_spin(env) == BLAS_SPIN < 28
@@ -311,7 +311,7 @@ def test_the_command_line_quiets_blas_before_numpy_is_loaded():
         check=True,
         timeout=300,
     ).stdout
-    from ksvd_bench._threads import BLAS_SPIN
+    from ksvd_bench.threads import BLAS_SPIN
 
     assert out.strip().splitlines()[-1] == str(BLAS_SPIN)
     env["OPENBLAS_THREAD_TIMEOUT"] = "24"
@@ -352,19 +352,19 @@ def test_time_against_blas_pauses_before_every_timed_call():
 
 @pytest.mark.numba_threads(2)
 def test_solver_threads_warns_when_blas_workers_spin_at_several_threads(monkeypatch):
-    from ksvd_bench import _threads
+    from ksvd_bench import threads as blas_threads
 
-    monkeypatch.setattr(_threads, "_spinning_blas", lambda: True)
+    monkeypatch.setattr(blas_threads, "_spinning_blas", lambda: True)
     monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "28")
     with pytest.warns(RuntimeWarning, match="OPENBLAS_THREAD_TIMEOUT=20"):
-        with _threads.solver_threads(2) as used:
+        with blas_threads.solver_threads(2) as used:
             assert used == 2
     for threads, spin, spinning in ((2, "20", True), (1, "28", True), (2, "28", False)):
         monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", spin)
-        monkeypatch.setattr(_threads, "_spinning_blas", lambda s=spinning: s)
+        monkeypatch.setattr(blas_threads, "_spinning_blas", lambda s=spinning: s)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            with _threads.solver_threads(threads):
+            with blas_threads.solver_threads(threads):
                 pass
 
 

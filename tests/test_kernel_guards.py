@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from ksvd_bench.kernels import KernelSource, kernel_matrix
-from ksvd_bench.kernels import _numba as nb
+from ksvd_bench.kernels import leaves as nb
 from ksvd_bench.kernels.structured import StructuredKernelSource
 
 
@@ -24,7 +24,7 @@ def _digest(arrays):
 _DET = """
 import numpy as np
 from ksvd_bench.kernels import kernel_matrix
-from ksvd_bench.kernels import _numba as nb
+from ksvd_bench.kernels import leaves as nb
 
 def results():
     rng = np.random.default_rng(0)

@@ -346,7 +346,7 @@ def test_compat_data_bad_input():
 
 # ------------------------------------------------------------------ vectorised exp
 def test_exp_nonpos_within_one_ulp_of_numpy():
-    from ksvd_bench.kernels._numba import EXP_MIN, exp_nonpos
+    from ksvd_bench.kernels.leaves import EXP_MIN, exp_nonpos
 
     rng = np.random.default_rng(12)
     x = np.concatenate(

@@ -7,9 +7,9 @@ import warnings
 
 import pytest
 
-from ksvd_bench._scoring import MAX_MESSAGE, clip_message, warning_fields
 from ksvd_bench.report import headline, render_report
 from ksvd_bench.report.messages import message_templates, warning_summary
+from ksvd_bench.scoring import MAX_MESSAGE, clip_message, warning_fields
 
 #: a certificate warning of the solvers' kind (about 450 characters with its advice)
 CERTIFICATE = (

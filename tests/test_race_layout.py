@@ -1,7 +1,8 @@
 """The race's house (issue 19 section 7): plain module names, no import circle within
 ``ksvd_bench.race``, and no study importing another study's private names.
 
-Read from the source with :mod:`ast` (every ``import``, module-level or inside a function,
+The whole repository's layering is checked by :mod:`test_layout`. Read from the source with
+:mod:`ast` (every ``import``, module-level or inside a function,
 counts: a circle through a lazy import is still a circle).
 """
 
@@ -9,6 +10,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from test_layout import cycles  # the one circle finder (tests/ is on sys.path)
 
 import ksvd_bench.race
 
@@ -71,37 +73,8 @@ def _study(module):
 
 
 def _cycles(graph):
-    """Every import circle, as a list of modules (Tarjan's strongly connected components)."""
-    index, low, stack, on_stack, found = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on_stack.add(v)
-        for w, _ in graph.get(v, []):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            self_loop = any(w == v for w, _ in graph.get(v, []))
-            if len(component) > 1 or self_loop:
-                found.append(sorted(component))
-
-    for v in graph:
-        if v not in index:
-            visit(v)
-    return found
+    """Every import circle of a race graph (the finder of :mod:`test_layout`)."""
+    return cycles({v: [w for w, _ in edges] for v, edges in graph.items()})
 
 
 def test_the_race_has_plain_module_names():

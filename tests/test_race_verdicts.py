@@ -221,10 +221,10 @@ def test_default_cora_race_rows_meet_the_rule(tmp_path):
 def test_rows_that_ran_unchecked_say_unverified():
     """Issue 32: an answer no check vouched for (check_passes=0: reliable None) is right by
     the reference only; its rows say "unverified", never certified."""
-    from ksvd_bench._scoring import verification, warning_fields
     from ksvd_bench.race.common import merge_verdicts
     from ksvd_bench.race.compare.files import _cell
     from ksvd_bench.race.compare.table import _warn_text
+    from ksvd_bench.scoring import verification, warning_fields
 
     assert [verification({"reliable": v}) for v in (True, False, None)] == [
         "certified",

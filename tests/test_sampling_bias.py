@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import solvers
-from solvers.sampling._basic import inclusion_probabilities, sample_indices
+from solvers.sampling.basic import inclusion_probabilities, sample_indices
 
 
 @pytest.fixture(scope="module")

@@ -354,7 +354,7 @@ def test_tsvd_propack_at_full_rank_on_a_centred_lazy_source():
 def test_public_helpers():
     from solvers._result import fix_signs
     from solvers._source import check_index
-    from solvers._validation import check_random_state
+    from solvers.validation import check_random_state
 
     assert solvers.fix_signs is fix_signs and solvers.check_index is check_index
     assert solvers.check_random_state is check_random_state

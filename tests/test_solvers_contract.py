@@ -485,7 +485,7 @@ def test_norm_bound_is_the_frobenius_norm(kind):
 
 
 def test_tracked_exposes_exactly_the_optional_members_of_its_source():
-    from solvers._validation import Tracked
+    from solvers.validation import Tracked
 
     G = np.random.default_rng(2).standard_normal((12, 8))
     optional = ("sketch", "norm_bound", "dense", "row_norms_sq", "col_norms_sq")
@@ -499,7 +499,7 @@ def test_tracked_exposes_exactly_the_optional_members_of_its_source():
 
 
 def test_tracked_counts_passes():
-    from solvers._validation import Tracked
+    from solvers.validation import Tracked
 
     G = np.random.default_rng(3).standard_normal((12, 8))
     t = Tracked(solvers.DenseSource(G), check_finite=False)
@@ -517,7 +517,7 @@ def test_tracked_counts_passes():
 
 
 def test_tracked_checks_both_sketch_outputs():
-    from solvers._validation import Tracked
+    from solvers.validation import Tracked
 
     class BadSketch(WrongShapeSource):
         def sketch(self, Omega, Psi):

@@ -19,6 +19,7 @@ from ksvd_bench.cli import main
 from ksvd_bench.race.compare import run_compare
 from ksvd_bench.race.suite import cells as cells_module
 from ksvd_bench.race.suite import get_collection, run_suite
+from ksvd_bench.race.suite import run as run_module
 from ksvd_bench.race.suite.cells import (
     CELLS_DIR,
     cell_key,
@@ -142,7 +143,7 @@ def test_killed_worker_loses_no_finished_cell(serial, client, tmp_path, monkeypa
             killed.append(pid)
         return kept
 
-    monkeypatch.setattr(cells_module, "save_cell", save_then_kill)
+    monkeypatch.setattr(run_module, "save_cell", save_then_kill)  # where the run saves
     dask = run_suite("smoke", out=tmp_path, progress=False, report=False, client=client)
 
     assert killed and sorted(saved) == sorted(set(saved)) and len(saved) == 9

@@ -12,13 +12,12 @@ from ksvd_bench.datasets import DatasetError
 from ksvd_bench.datasets._files import read_user_matrix
 from ksvd_bench.kernels import kernel_matrix, ksvd_kernel
 from ksvd_bench.race import problems as problems_module
+from ksvd_bench.race.commands import add_problem_arguments, problems_from_args
 from ksvd_bench.race.problems import (
-    add_problem_arguments,
     krylov_reference,
     points_gamma,
     problem_from_file,
     problem_from_points,
-    problems_from_args,
 )
 
 

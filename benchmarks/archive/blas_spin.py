@@ -3,7 +3,7 @@
 After each threaded call, OpenBLAS's idle worker threads spin for ``2**OPENBLAS_THREAD_TIMEOUT``
 clock ticks (28 by default: about 0.1 s) before they sleep. A solver alternates Numba passes
 over G with small dense BLAS work (QR, Gram matrices), so every pass can start while those
-workers still hold cores. ``ksvd-bench`` sets the variable to :data:`ksvd_bench._threads.BLAS_SPIN`
+workers still hold cores. ``ksvd-bench`` sets the variable to :data:`ksvd_bench.threads.BLAS_SPIN`
 unless the environment does. This script times the same solves in child processes, one per
 setting (OpenBLAS reads the variable when it is loaded), all at the same thread count::
 
@@ -33,8 +33,8 @@ def child(n, threads, repeats, dtypes):
     import numpy as np
 
     import solvers
-    from ksvd_bench._threads import solver_threads
     from ksvd_bench.kernels import KernelSource
+    from ksvd_bench.threads import solver_threads
 
     rng = np.random.default_rng(0)
     d = 64

@@ -20,8 +20,8 @@ import warnings
 import numpy as np
 
 import solvers
-from ksvd_bench._scoring import estimate_error
 from ksvd_bench.kernels import KernelSource
+from ksvd_bench.scoring import estimate_error
 
 
 class NoNorm:

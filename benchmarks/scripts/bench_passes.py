@@ -42,10 +42,10 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from ksvd_bench._threads import solver_threads
 from ksvd_bench.kernels import KernelSource, kernel_matrix
 from ksvd_bench.kernels.backends import cpu as fused
 from ksvd_bench.roofline import blas_ns_per_entry, blas_work, entry_rates, pass_operands
+from ksvd_bench.threads import solver_threads
 
 #: each timed pass and the BLAS work it is measured against (ksvd_bench.roofline.blas_work)
 BLAS_OF = {"setup": "setup", "matmat": "matmat", "rmatmat": "rmatmat", "sketch": "sketch"}

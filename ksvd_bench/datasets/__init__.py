@@ -6,7 +6,7 @@ commits, checks, citations) are documented in ``data/PROVENANCE.md``, readable w
 Loading never unpickles; a missing or damaged file raises :class:`DatasetError`.
 """
 
-from ._files import DATA_DIR, DatasetError
+from ._files import DATA_DIR, DatasetError, read_user_matrix
 from .graphs import FEATURE_GRAPHS, GRAPHS, Graph, load_features, load_graph
 from .synthetic import (
     DECAYS,
@@ -42,6 +42,7 @@ __all__ = [
     "make_clustered_points",
     "make_directed_graph",
     "make_kernel_problem",
+    "read_user_matrix",
     "make_rare_clusters",
     "measure_coherence",
 ]

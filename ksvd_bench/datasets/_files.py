@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels._sparse_structure import (
+from ..kernels.sparse_structure import (
     compressed_index_problems,
     coordinate_index_problems,
     sparse_structure_problems,

@@ -45,7 +45,7 @@ import scipy.sparse as sp
 
 from solvers import check_choice, check_int
 
-from ..kernels._params import check_dtype as _check_dtype  # the one float32/float64 check
+from ..kernels.params import check_dtype as _check_dtype  # the one float32/float64 check
 from .graphs import Graph
 
 __all__ = [

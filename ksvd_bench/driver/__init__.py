@@ -20,7 +20,7 @@ Modules, by job:
   :class:`StopRule`, :class:`Scoring` and :class:`Effort`;
 * :mod:`.result`: :class:`ToleranceResult`.
 
-The scoring of one answer is in :mod:`ksvd_bench._scoring`.
+The scoring of one answer is in :mod:`ksvd_bench.scoring`.
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from sklearn.utils.extmath import svd_flip
 
 import solvers
-from ksvd_bench.metrics import _check_cluster_rtol, residuals
+from ksvd_bench.metrics import residuals
+from ksvd_bench.metrics.common import check_cluster_rtol
 from solvers import SVDResult, as_source, check_int, source_to_dense
 
 __all__ = ["DENSE_REFERENCE_MAX_ENTRIES", "definition_key", "reference_svd"]
@@ -233,6 +233,7 @@ def _is_structured(G):
     if hasattr(G, "svd") and hasattr(G, "low_rank_factors"):
         return True
     try:
+        # structured is optional at import time (ksvd_bench.kernels loads it lazily too)
         from ksvd_bench.kernels.structured import StructuredKernelSource
     except ImportError:
         return False
@@ -316,6 +317,10 @@ def _compute_reference(G, src, shape, rank, max_dense_entries, cluster_rtol):
             lambda k: _arpack_triplets(G, k), rank, max(rank, min(shape) - 1), cluster_rtol
         )
         method = "arpack"
+    # scikit-learn here, not at the top: the command line loads the driver, and --help must
+    # not pay for scikit-learn
+    from sklearn.utils.extmath import svd_flip
+
     # the solvers' sign convention: the largest-magnitude entry of each U[:, i] positive
     # (svd_flip flips the rows of V^T in place: a transposed view of V)
     svd_flip(U, V.T, u_based_decision=True)
@@ -392,7 +397,7 @@ def reference_svd(
     src = as_source(G)
     shape = tuple(int(n) for n in src.shape)
     rank = _check_rank(rank, shape)
-    cluster_rtol = _check_cluster_rtol(cluster_rtol)
+    cluster_rtol = check_cluster_rtol(cluster_rtol)
     if not isinstance(verify, (bool, np.bool_)):
         raise TypeError(f"verify must be True or False, got {verify!r}")
     limit = DENSE_REFERENCE_MAX_ENTRIES if max_dense_entries is None else max_dense_entries

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ksvd_bench._scoring import STATUSES
+from ksvd_bench.scoring import STATUSES
 from solvers import SVDResult
 
 __all__ = ["STATUSES", "STOPPED_BY", "ToleranceResult"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -31,7 +32,6 @@ def _block_krylov_oversamples(n_oversamples):
         ):
             raise ValueError(f"n_oversamples must be a non-negative int, got {n_oversamples!r}")
         return int(n_oversamples)
-    import inspect
 
     fn = getattr(solvers, "block_krylov", None)
     try:

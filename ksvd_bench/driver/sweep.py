@@ -2,7 +2,7 @@
 
 :func:`solve_to_tolerance` reads as its steps: validate the request (grouped into the stop
 and its estimate, the scoring, the effort), prepare the sources and the reference, warm up,
-sweep the efforts (each answer scored by :class:`ksvd_bench._scoring.Scorer`), time the
+sweep the efforts (each answer scored by :class:`ksvd_bench.scoring.Scorer`), time the
 accepted one, and return a :class:`~ksvd_bench.driver.ToleranceResult`.
 """
 
@@ -16,7 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 import solvers
-from ksvd_bench._scoring import (
+from ksvd_bench.metrics import CLUSTER_RTOL, WEIGHTS
+from ksvd_bench.metrics.common import check_cluster_rtol
+from ksvd_bench.scoring import (
     Scorer,
     exact_fro2,
     gap_rtol,
@@ -24,7 +26,6 @@ from ksvd_bench._scoring import (
     reemit,
     warning_fields,
 )
-from ksvd_bench.metrics import CLUSTER_RTOL, WEIGHTS, _check_cluster_rtol
 from solvers import N_PROBES, PROBE_SAFETY, SVDResult, as_source, check_int, check_random_state
 
 from .reference import _check_rank, reference_svd
@@ -224,7 +225,7 @@ def _scoring(
         weights=weights,
         track=frozenset(track) | {metric},
         track_residual=bool(track_residual) or stop == "residual",
-        cluster_rtol=_check_cluster_rtol(cluster_rtol),
+        cluster_rtol=check_cluster_rtol(cluster_rtol),
         reference=reference,
         cache_dir=cache_dir,
         cache_key=cache_key,
@@ -585,107 +586,67 @@ def solve_to_tolerance(
 
     Notes
     -----
-    *The verdict* (``status``, :data:`STATUSES`). An answer is accepted (``converged``)
-    only when all of these hold, for every ``stop``: its stopping quantity is at most
-    ``eps``; with a reference, its ``metric`` is at most ``eps`` and its singular values are
-    within ``sv_tol * s_1`` of the exact ones (:func:`~ksvd_bench.metrics.sv_error`); its
-    triplets hang together, ``max(||G V~ - U~ S~||_F, ||G^T U~ - V~ S~||_F) <= triplet_tol
-    ||G_r||_F`` (:func:`~ksvd_bench.metrics.triplet_residual`); and the solver did not mark
-    it unreliable (``info["reliable"]``, True where absent; else ``"unreliable"``). eta, the
-    low-rank and the subspace error read only the vectors; the last two checks stop an
-    answer with the right left subspace but wrong values or a random ``V~`` from winning.
-    Where a reference-free stop (``"estimate"``, ``"residual"``) fires on an answer that
-    passes the triplet residual but that the reference shows fails the measure or the
-    values, the sweep stops there, as the stop would without a reference, with
-    ``status="stopped early, wrong"`` and ``stopped_by="stopped_early"``: the finding such
-    a run exists to show.
+    An answer is accepted (``status="converged"``, :data:`STATUSES`) only when its stopping
+    quantity is at most ``eps``; with a reference, its ``metric`` is at most ``eps`` and its
+    singular values are within ``sv_tol * s_1`` of the exact ones; its triplets hang together
+    (:func:`~ksvd_bench.metrics.triplet_residual` at most ``triplet_tol ||G_r||_F``); and the
+    solver did not mark it unreliable (``info["reliable"]``). Where a reference-free stop fires
+    on an answer that the reference shows wrong, the sweep stops there with
+    ``status="stopped early, wrong"``. Efforts are tried in order, the first accepted answer is
+    returned, and at the end of the schedule the result is ``converged=False``
+    (``stopped_by="cap"``) with the best answer seen. Every warning a solve raised is recorded
+    with its answer and issued once more after the sweep.
 
-    *Cost of the checks.* Per answer, one pass over ``residual_operator``: a ``sketch`` of
-    ``[V~, Omega_p]`` (``rank + n_probes`` columns) and ``U~`` (``rank`` columns), or one
-    ``matmat`` and one ``rmatmat`` where the source has no ``sketch``. On a lazy source that
-    is a full pass over ``G``; it is made after the solver returns and is never part of
-    ``seconds``. The Frobenius-gap estimate and the triplet residual share it.
+    Advice:
 
-    *The estimate* (``stop="estimate"``; recorded always). ``E`` estimates the error of the
-    rank-``rank`` projection the answer defines, ``||G - U~ U~^T G||_F`` (``U~`` with unit
-    columns: the numerator of ``"lowrank"``), and the stop asks the fixed-accuracy question
-    of Halko, Martinsson & Tropp: is ``||G - U~ U~^T G||_F <= eps ||G||_F``? (Not the excess
-    over the optimum that ``"lowrank"`` measures: no rank-``rank`` answer beats
-    ``||G - G_r||_F / ||G||_F``, so an ``eps`` below that ratio runs to the cap.) The first
-    of these that applies is used (``estimate_kind`` in the history):
+    * Without a reference ``eps`` bounds the estimated relative low-rank error
+      ``||G - U~ U~^T G||_F / ||G||_F``, not eta. No rank-``rank`` answer beats
+      ``||G - G_r||_F / ||G||_F``: an ``eps`` below that ratio runs to the cap.
+    * Where ``||G||_F`` is known exactly (dense and sparse inputs, the lazy kernel sources
+      that know it, ``norm_fro``) the estimate is an exact Frobenius gap, with no failure
+      probability. Elsewhere it is randomized (the solver's leave-one-out estimate or
+      Gaussian probes) and the stop asks for twice the margin (:data:`solvers.PROBE_SAFETY`).
+      With ``||G||_F`` known, an answer the probes accept is wrong with a chance of at most
+      0.0091 per check (none is proven for leave-one-out); where ``||G||_F`` is estimated
+      the stop divides by a 99% lower confidence bound of it, and the chances add (1.9% per
+      check for the probes). Give ``norm_fro`` when you know it.
+    * Give ``residual_operator`` where the same matrix multiplies faster in another form
+      (the structured source of a dense kernel matrix): the checks cost one pass over it per
+      answer, made after the solver returns and never part of ``seconds``.
+    * ``seconds`` times the solver call only (the median of ``repeats`` runs at the accepted
+      effort, after one untimed warm-up run at the smallest effort).
 
-    1. ``"gap"``: where ``||G||_F^2`` is known exactly (``norm_fro``, the source's
-       ``frobenius_norm()`` or row/column norms, the solver's ``info["fro2"]``),
-       ``E^2 = ||G||_F^2 - ||U~^T G||_F^2`` (orthonormal ``U~``; the general identity is in
-       :func:`~ksvd_bench.metrics.lowrank_error`) from the ``rmatmat`` above, exact to
-       rounding while ``E^2 >= 1e-8 ||G||_F^2`` (:data:`solvers.GAP_RTOL`; ``1e-3`` on a
-       float32 source, :data:`solvers.GAP_RTOL_FLOAT32`). Stop when ``E <= eps ||G||_F``:
-       no randomness, no failure probability. A norm that is 0 or unknown is never taken
-       as known: the sources answer None where rounding could have lost it (a centred
-       kernel far from the origin), ``norm_fro=0`` is refused, and a relative estimate
-       over a zero norm is NaN, which never passes.
-    2. ``"fused_*"``: the solver's own ``info["error_estimate"]``, made from its sketch with
-       no extra product (randomized SVD and block Krylov: *fused* into the solve). Its exact
-       kinds (``"fused_gap"``: the same Frobenius gap, for ``||G - U~ S~ V~^T||_F``, which
-       equals ``||G - U~ U~^T G||_F`` unless the solver worked on ``G^T`` and bounds it
-       otherwise; ``"fused_exact"``: a basis that spans everything) stop at
-       ``E <= eps ||G||_F``. The leave-one-out estimate of Epperly & Tropp
-       (``"fused_loo"``, :func:`solvers.leave_one_out_error`) stops at
-       ``2 E <= eps ||G||_F``. It averages ``s`` (the sketch width, >= 11 at the default
-       oversampling) terms, each unbiased for the squared error of the basis without one
-       test vector (so the average leans high); if the terms were independent, its chance
-       of being below half the error would be at most that of ``s`` probes,
-       ``P(chi2_s <= s / 4) <= 0.0091`` for ``s >= 10``. They are not independent, and
-       Epperly & Tropp give its variance, not a tail bound: **no failure probability is
-       proven for this kind** (measured: :mod:`ksvd_bench.race.residual_study` and the
-       README). Where the sketch lost directions of ``G`` to rounding (an un-normalised
-       power iteration on a fast-decaying spectrum) or leave-one-out would cost too much
-       (a Krylov basis of over a thousand columns) the solver gives no estimate, and the
-       probes decide.
-    3. ``"probes"``: ``E = ||(I - U~ U~^T) G Omega_p||_F / sqrt(k)`` with ``k = n_probes``
-       fresh Gaussian probes (§4.3 of Halko, Martinsson & Tropp 2011), and ``||G||_F``
-       unknown is estimated by ``||G Omega_p||_F / sqrt(k)``, pooled over the answers of
-       the sweep. ``E^2`` is unbiased; the stop is ``2 E <= eps ||G||_F`` (safety factor
-       :data:`solvers.PROBE_SAFETY`). With ``||G||_F`` known, the chance that an accepted
-       answer has a true error above ``eps ||G||_F`` is at most
-       ``P(chi2_10 <= 2.5) = 0.0091`` per check (a rank-one residual, the worst case; 3e-4
-       when two singular values share the residual equally;
-       :func:`solvers.probe_failure_probability`).
+    The estimate kinds and their failure probabilities, the cost of the checks, the
+    warnings and the timing are set out in full in the manual, page "Verdicts on whole
+    triplets" (``docs/guide/verdicts.md``), section "solve_to_tolerance in full".
 
-    Which kinds are randomized. The numerators of ``"gap"``, ``"fused_gap"`` and
-    ``"fused_exact"`` are deterministic; ``"fused_loo"`` and ``"probes"`` are randomized and
-    carry the safety factor 2 (proven for ``"probes"`` only). Where ``||G||_F`` is not known
-    (a lazy source; every kind but ``"gap"``), the denominator is randomized too: the probes
-    of every answer so far, pooled (``k`` columns), and the stop divides by their lower
-    confidence bound ``||G Omega||_F^2 / chi2.ppf(0.99, k)``
-    (:func:`solvers._estimate.probe_fro2_lower`: fails with probability at most
-    :data:`solvers._estimate.NORM_FAILURE` = 1%, rank-one worst case), never by the
-    unbiased estimate, which is as often high as low (it was 4-34% high on Student-t RBF
-    kernels, and block Krylov's exact estimate then stopped at eps = 0.1 with true errors
-    up to 0.11; issue 32). The chances add: at most 1% for the exact kinds, 1.9% for the
-    probes, per check.
+    Examples
+    --------
+    A matrix whose singular values halve one after the other: rank 5 cannot get below
+    ``||G - G_5||_F / ||G||_F``, about 0.029.
 
-    A sweep checks one answer per effort, so these chances add up over the efforts it
-    tries. Without a reference the sweep is ranked by the estimate.
+    >>> import numpy as np
+    >>> from ksvd_bench.driver import reference_svd, solve_to_tolerance
+    >>> rng = np.random.default_rng(0)
+    >>> decay = np.diag(0.5 ** np.arange(30))
+    >>> G = rng.standard_normal((300, 30)) @ decay @ rng.standard_normal((30, 200))
 
-    *Warnings.* Every solve runs under ``warnings.catch_warnings(record=True)`` with the
-    ``"always"`` filter: each answer records how many warnings its solve raised and their
-    messages, and after the sweep every distinct warning recorded (warm-up and timing runs
-    included) is issued once more with its category and origin, so the caller's filters
-    decide what is shown and nothing is dropped silently.
+    Without a reference the estimate stop runs (here the exact Frobenius gap of a dense G):
 
-    *Timing.* Before the timed runs the solver is called once, untimed, at the smallest
-    effort, so that Numba compilation and first-touch costs are not charged to any effort.
-    Efforts are tried in order and the first accepted answer is returned. The loop is
-    bounded by the schedule, so the driver always terminates; at the cap it returns
-    ``converged=False`` and the best answer seen. TSVD is run once at the solver's ``tol``
-    (0 unless ``options`` says otherwise). The reported ``seconds`` cover the solver call
-    only (not the reference, not the metrics or checks).
+    >>> run = solve_to_tolerance(G, 5, "rsvd", 0.05, random_state=0)
+    >>> run.stop, run.status
+    ('estimate', 'converged')
+    >>> print(f"{run.relative_error_estimate:.3f}")
+    0.029
+    >>> solve_to_tolerance(G, 5, "rsvd", 0.01, random_state=0).stopped_by  # below 0.029
+    'cap'
 
-    References
-    ----------
-    N. Halko, P.-G. Martinsson and J. A. Tropp, SIAM Review 53 (2011), §4.3.
-    E. N. Epperly and J. A. Tropp, SIAM J. Sci. Comput. 46 (2024); arXiv:2207.06342.
+    With a reference, eta (the default ``metric``), the values and the triplets are checked:
+
+    >>> ref = reference_svd(G, 5)
+    >>> run = solve_to_tolerance(G, 5, "rsvd", 1e-6, reference=ref, random_state=0)
+    >>> run.stop, run.status, bool(run.eta <= 1e-6)
+    ('reference', 'converged', True)
     """
     # 1. the request, validated before any work, in three groups (names in any case)
     method = _check_choice("method", method, tuple(solvers.METHODS))

@@ -12,9 +12,9 @@ passes that compute each tile of G in cache and multiply it at once, on the back
 ``StructuredKernelSource`` (package ``structured``) is loaded on first attribute access.
 """
 
-from ._params import COMPATS, EXP_KERNELS, KERNELS, paper_gamma, softmax_gamma
 from .compat import compat_data, compat_maps
 from .matrix import center_matrix, kernel_matrix
+from .params import COMPATS, EXP_KERNELS, KERNELS, paper_gamma, softmax_gamma
 from .source import KernelSource, ksvd_kernel
 
 __all__ = [

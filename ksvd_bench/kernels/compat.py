@@ -24,8 +24,8 @@ import scipy.sparse as sp
 
 from solvers import check_choice
 
-from ._params import COMPATS
 from .matrix import check_data
+from .params import COMPATS
 
 __all__ = ["CompatMaps", "compat_data", "compat_maps", "resolve_compat"]
 

@@ -8,11 +8,11 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from . import _numba as nb
-from ._ordered import count_nonfinite, dense_cross
-from ._ordered import one_blas_thread as _one_blas_thread
-from ._params import check_gamma, check_kernel, softmax_gamma
-from ._sparse_structure import checked_csr
+from . import leaves as nb
+from .ordered import count_nonfinite, dense_cross
+from .ordered import one_blas_thread as _one_blas_thread
+from .params import check_gamma, check_kernel, softmax_gamma
+from .sparse_structure import checked_csr
 
 __all__ = ["kernel_matrix", "center_matrix"]
 
@@ -58,7 +58,7 @@ def _resolve_dtype(dtype, *arrays):
 def check_data(X, name, *, dtype=None):
     """Return ``X`` as a 2-d float ndarray or CSR matrix, checked non-empty and finite.
 
-    A sparse ``X`` must have a sound index structure (:func:`._sparse_structure.checked_csr`).
+    A sparse ``X`` must have a sound index structure (:func:`.sparse_structure.checked_csr`).
 
     ``dtype=None`` keeps float32/float64 and turns anything else into float64.
     """

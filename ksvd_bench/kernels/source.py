@@ -10,17 +10,7 @@ import scipy.sparse as sp
 
 from solvers import check_choice, check_index  # solvers imports nothing from ksvd_bench
 
-from . import _numba as nb
-from ._operands import check_operand, check_product
-from ._ordered import ordered_dot, ordered_sum_squares
-from ._params import (
-    EXP_KERNELS,
-    check_gamma,
-    check_kernel,
-    paper_gamma,
-    softmax_gamma,
-    structured_kernel_error,
-)
+from . import leaves as nb
 from .backends import backend_class, check_device
 from .backends.base import CODES, Params
 from .compat import compat_data, resolve_compat
@@ -35,6 +25,16 @@ from .matrix import (
     kernel_matrix,
     prepare_points,
     squared_norms,
+)
+from .operands import check_operand, check_product
+from .ordered import ordered_dot, ordered_sum_squares
+from .params import (
+    EXP_KERNELS,
+    check_gamma,
+    check_kernel,
+    paper_gamma,
+    softmax_gamma,
+    structured_kernel_error,
 )
 
 __all__ = ["ksvd_kernel", "KernelSource", "FROBENIUS_RTOL"]
@@ -873,7 +873,7 @@ class KernelSource:
 
     def _result(self, R, V, vec, name, transpose=False):
         """``R`` (a product with the operand ``V`` called ``name``) in the result dtype,
-        checked finite (:func:`~ksvd_bench.kernels._operands.check_product`)."""
+        checked finite (:func:`~ksvd_bench.kernels.operands.check_product`)."""
         R = R.astype(np.result_type(self.dtype, V), copy=False)
         check_product(R, V, name, self.norm_bound, transpose)
         return R[:, 0] if vec else R

@@ -82,11 +82,11 @@ Modules, by job
 * :mod:`.lowrank`: the gap-robust :func:`lowrank_error` and :func:`frobenius_norm`;
 * :mod:`.residuals`: without a reference: :func:`residuals`, :func:`triplet_residual`;
 * :mod:`.estimates`: the residual estimate of eta, :func:`residual_estimate`;
-* :mod:`._common`: argument checks, the pairing of an answer with its reference, and
+* :mod:`.common`: argument checks, the pairing of an answer with its reference, and
   :func:`singular_value_groups`.
 """
 
-from ._common import CLUSTER_RTOL, WEIGHTS, _check_cluster_rtol, singular_value_groups
+from .common import CLUSTER_RTOL, WEIGHTS, singular_value_groups
 from .estimates import residual_estimate
 from .lowrank import LOWRANK_FLOOR_RTOL, LOWRANK_PASS_MAX_ENTRIES, frobenius_norm, lowrank_error
 from .measures import eta, subspace_error, sv_error
@@ -106,5 +106,4 @@ __all__ = [
     "residual_estimate",
     "sv_error",
     "triplet_residual",
-    "_check_cluster_rtol",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
-from ._common import CLUSTER_RTOL, _check_cluster_rtol, _check_weights
+from .common import CLUSTER_RTOL, _check_weights, check_cluster_rtol
 from .residuals import _products
 
 __all__ = ["residual_estimate"]
@@ -271,7 +271,7 @@ def residual_estimate(
         rank = k
     if not (isinstance(rank, (int, np.integer)) and 1 <= rank <= k):
         raise ValueError(f"rank must be an int in [1, {k}], got {rank!r}")
-    labels_rtol = _check_cluster_rtol(cluster_rtol)
+    labels_rtol = check_cluster_rtol(cluster_rtol)
     rng = np.random.default_rng(random_state)
 
     Un, Vn, GVn, GtUn, mu, ru, rv = _rayleigh_triplets(U, V, GV, GtU)

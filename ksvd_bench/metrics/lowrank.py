@@ -10,7 +10,7 @@ import numpy as np
 
 from solvers import as_source
 
-from ._common import _pair, in_units, unit_of
+from .common import _pair, in_units, unit_of
 from .measures import _normalised_columns
 
 __all__ = ["LOWRANK_FLOOR_RTOL", "LOWRANK_PASS_MAX_ENTRIES", "frobenius_norm", "lowrank_error"]

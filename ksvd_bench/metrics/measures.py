@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
-from ._common import CLUSTER_RTOL, _check_weights, _cut_group, _pair, _scored_groups, _triplets
+from .common import CLUSTER_RTOL, _check_weights, _cut_group, _pair, _scored_groups, _triplets
 
 __all__ = ["eta", "subspace_error", "sv_error"]
 

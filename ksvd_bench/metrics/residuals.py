@@ -10,7 +10,7 @@ import numpy as np
 
 from solvers import as_source
 
-from ._common import _check_reference_values, _check_scored_rank, _triplets, in_units, unit_of
+from .common import _check_reference_values, _check_scored_rank, _triplets, in_units, unit_of
 
 __all__ = ["residuals", "triplet_residual"]
 
@@ -22,7 +22,7 @@ __all__ = ["residuals", "triplet_residual"]
 
 def _products(G, approx, products=None):
     """The source, the triplets and ``(G V~, G^T U~)``: given, or two products; and the
-    unit (:func:`~ksvd_bench.metrics._common.unit_of` of ``max s~``) the source, ``s~`` and
+    unit (:func:`~ksvd_bench.metrics.common.unit_of` of ``max s~``) the source, ``s~`` and
     the products are returned in."""
     src = as_source(G)
     U, s, V = _triplets(approx, "approx")

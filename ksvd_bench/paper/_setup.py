@@ -76,6 +76,7 @@ class RunSetup:
 
     def bar(self, iterable, desc):
         """``iterable`` wrapped in a tqdm progress bar (silent when ``progress`` is False)."""
+        # tqdm.auto probes for Jupyter when imported: only when a bar is drawn
         from tqdm.auto import tqdm
 
         return tqdm(iterable, desc=desc, disable=not self.progress)

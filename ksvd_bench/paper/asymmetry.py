@@ -23,6 +23,7 @@ import numpy as np
 from sklearn.neighbors import KernelDensity
 from sklearn.preprocessing import StandardScaler
 
+from ksvd_bench.kernels import compat_data
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._result import ExperimentResult
 from ksvd_bench.paper._setup import RunSetup
@@ -80,8 +81,6 @@ def run_asymmetry(
         A dict: ``rows``, one per dataset with the KL estimates and the paper's value (not
         comparable, :data:`NOT_COMPARABLE`); ``protocol``.
     """
-    from ksvd_bench.kernels import compat_data
-
     # the a1 map takes random_state itself: this run draws no seeds from the generator
     run = RunSetup(random_state, progress=progress, loader=table_loader, kind="table")
     rows = []

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import svds
+from scipy.sparse.linalg import LinearOperator, eigsh, svds
 from sklearn.decomposition import PCA, KernelPCA
 from sklearn.linear_model import RidgeClassifier
 from sklearn.metrics import f1_score
@@ -30,7 +30,8 @@ from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit, cro
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ksvd_bench.kernels._params import paper_gamma
+from ksvd_bench.estimators import KSVD
+from ksvd_bench.kernels.params import paper_gamma
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._result import ExperimentResult
 from ksvd_bench.paper._setup import RunSetup, check_count, default_loader, draw_seed
@@ -223,8 +224,6 @@ def node_embeddings(
         ``s`` (r,) scale of each component (singular values; PCA/KPCA: ones, their scores are
         already scaled), ``gamma`` (float or None) and ``note`` (str).
     """
-    from ksvd_bench.estimators import KSVD
-
     _check_choice(method, "method", METHODS)
     rng = np.random.default_rng(random_state)
     A = sp.csr_matrix(A, dtype=np.float64)
@@ -304,8 +303,6 @@ def structured_rbf_kpca(A, gamma, n_components, *, random_state=None):
     -------
     ndarray of shape (N, n_components)
     """
-    from scipy.sparse.linalg import LinearOperator, eigsh
-
     A = sp.csr_matrix(A, dtype=np.float64)
     n = A.shape[0]
     sq = np.asarray(A.multiply(A).sum(axis=1)).ravel()

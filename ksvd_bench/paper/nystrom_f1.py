@@ -22,7 +22,8 @@ from sklearn.decomposition import PCA
 from sklearn.kernel_approximation import Nystroem
 from sklearn.pipeline import make_pipeline
 
-from ksvd_bench.kernels._params import paper_gamma
+from ksvd_bench.estimators import KSVD
+from ksvd_bench.kernels.params import paper_gamma
 from ksvd_bench.paper._result import ExperimentResult
 from ksvd_bench.paper._setup import RunSetup, check_count, draw_seed
 from ksvd_bench.paper.node_classification import (
@@ -66,8 +67,6 @@ def nystrom_features(A, method, m, n_components, *, bandwidth_factor=1.0, random
     seconds : float
         Wall time of the fit.
     """
-    from ksvd_bench.estimators import KSVD
-
     if method not in NYSTROM_METHODS:
         raise ValueError(f"method must be one of {NYSTROM_METHODS}, got {method!r}")
     r = feature_rank(m, n_components)
@@ -236,10 +235,11 @@ def plot_f1_vs_m(result, path):
     -------
     path
     """
+    # matplotlib: loaded only when a figure is drawn (start-up)
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): no display needed
 
     rows = result["rows"]
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))

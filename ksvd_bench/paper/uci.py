@@ -18,7 +18,8 @@ from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ksvd_bench.kernels._params import paper_gamma
+from ksvd_bench.estimators import KSVD
+from ksvd_bench.kernels.params import paper_gamma
 from ksvd_bench.paper import paper_numbers
 from ksvd_bench.paper._result import ExperimentResult
 from ksvd_bench.paper._setup import RunSetup
@@ -54,8 +55,6 @@ def table_features(
     -------
     F_train, F_test : ndarray
     """
-    from ksvd_bench.estimators import KSVD
-
     gamma = paper_gamma(X_train, bandwidth_factor)
     if method == "kpca":
         kpca = KernelPCA(n_components=n_components, kernel="rbf", gamma=1.0 / gamma**2)

@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 
 import solvers
-from ksvd_bench._cliargs import (
+from ksvd_bench.cliargs import (
     add_run_arguments,
     check_out,
     positive_float,
     positive_int,
     print_result,
 )
-from ksvd_bench.kernels._params import EXP_KERNELS, KERNELS
+from ksvd_bench.kernels.params import EXP_KERNELS, KERNELS
 from ksvd_bench.race.paper_runtime import (
     DEFAULT_KERNEL,
     DEFAULT_RANK,
@@ -30,7 +30,30 @@ from ksvd_bench.race.paper_runtime import (
     MEASURES,
     STRICT_WEIGHTS,
 )
-from ksvd_bench.race.problems import DATASET_SHAPES, GRAPH_DATASETS
+from ksvd_bench.race.problems import (
+    DATASET_SHAPES,
+    DEFAULT_MEMORY_LIMIT,
+    GRAPH_DATASETS,
+    user_problems,
+)
+from ksvd_bench.race.residual_study import (
+    NYSTROM_MAX_SAMPLES,
+    run_residual_study,
+    summarize_error_estimates,
+    summarize_residual_study,
+)
+from ksvd_bench.race.sampling import (
+    BASELINES,
+    FAMILIES,
+    PLAIN_RPCHOLESKY,
+    SAMPLINGS,
+    format_sampling,
+    sampling_study,
+    write_sampling,
+)
+from ksvd_bench.race.spectrum import DEFAULT_FACTORS, format_spectrum, run_spectrum
+from ksvd_bench.report import format_table, machine_info, write_csv, write_json
+from ksvd_bench.threads import solver_threads
 
 __all__ = [
     "add_spectrum",
@@ -42,6 +65,8 @@ __all__ = [
     "fail",
     "check_rank",
     "METHODS",
+    "add_problem_arguments",
+    "problems_from_args",
 ]
 
 #: the solvers, as ``solvers`` lists them (``compare`` adds its raced variants)
@@ -173,8 +198,6 @@ def check_spectrum(args, parser):
 
 def run_spectrum_command(args):
     """Run ``spectrum`` with parsed arguments; print the tables and the files written."""
-    from ksvd_bench.race.spectrum import DEFAULT_FACTORS, format_spectrum, run_spectrum
-
     result = run_spectrum(
         args.dataset,
         factors=args.factors or DEFAULT_FACTORS,
@@ -200,8 +223,6 @@ def run_spectrum_command(args):
 
 def add_residual_study(sub):
     """Add ``residual-study``: the residual estimate of eta against the true eta."""
-    from ksvd_bench.race.residual_study import NYSTROM_MAX_SAMPLES
-
     r = sub.add_parser(
         "residual-study",
         help="the residual estimate of eta against the true eta",
@@ -272,14 +293,6 @@ def check_residual_study(args, parser):
 
 def run_residual_study_command(args):
     """Run ``residual-study``; print the summary and write JSON/CSV under ``--out``."""
-    from ksvd_bench._threads import solver_threads
-    from ksvd_bench.race.residual_study import (
-        run_residual_study,
-        summarize_error_estimates,
-        summarize_residual_study,
-    )
-    from ksvd_bench.report import format_table, machine_info, write_csv, write_json
-
     with solver_threads(args.threads):
         machine = machine_info()  # inside the limits: records the counts the solvers used
         rows = run_residual_study(
@@ -353,8 +366,6 @@ def _names(allowed, what):
 
 def add_sampling(subparsers):
     """Add ``sampling``: asym Nystrom samplers raced by entries read and by passes (issue 15)."""
-    from ksvd_bench.race.sampling import BASELINES, FAMILIES, PLAIN_RPCHOLESKY, SAMPLINGS
-
     samplings = SAMPLINGS + (PLAIN_RPCHOLESKY,)
 
     p = subparsers.add_parser(
@@ -427,9 +438,6 @@ def check_sampling(args, parser):
 
 def run_sampling_command(args):
     """Run ``sampling``; print its summary and the files written."""
-    from ksvd_bench._threads import solver_threads
-    from ksvd_bench.race.sampling import format_sampling, sampling_study, write_sampling
-
     n, rank, extra = args.n, args.rank, {}
     if args.quick:
         n, rank, extra = 1200, 10, {"ladder": (1, 2, 4, 8, 16)}
@@ -449,3 +457,110 @@ def run_sampling_command(args):
     result["params"]["command"] = getattr(args, "command_line", None)
     result["params"]["threads"] = args.threads
     return print_result(format_sampling(result), write_sampling(result, args.out))
+
+
+def add_problem_arguments(parser):
+    """Add a user's own problems to a parser: ``--data``, ``--points``, ``--matrix`` (each
+    repeatable, mixable with ``--dataset``) and ``--memory-limit``.
+
+    The kernel, gamma (``--gamma``, ``--bandwidth-factor``), compat and centring come from the
+    parser's usual flags when it has them (``--kernel``, ``--center``). Read the problems back
+    with :func:`problems_from_args`.
+    """
+    g = parser.add_argument_group(
+        "your own problems (each repeatable, mixable with --dataset; named by the file's stem)"
+    )
+    g.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a data matrix A (.npy, .npz with one array or a scipy sparse matrix, "
+        ".mtx, .csv): the kernel is built from it as for the graphs (--kernel, "
+        "--gamma, --compat, --center)",
+    )
+    g.add_argument(
+        "--points",
+        action="append",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="X.npy [Z.npy]: two point sets (one point per row), or one used "
+        "twice; G = k(X, Z), uncentred (a block of a PSD kernel, which "
+        "rpcholesky needs), dense or lazy (see --memory-limit); every method "
+        "runs, rpcholesky included",
+    )
+    g.add_argument(
+        "--matrix",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a precomputed kernel matrix G, dense or sparse, raced as given",
+    )
+    g.add_argument(
+        "--gamma",
+        type=positive_float,
+        default=None,
+        help="bandwidth of the user problems (default: the paper's rule, "
+        "factor --bandwidth-factor)",
+    )
+    g.add_argument(
+        "--bandwidth-factor",
+        type=positive_float,
+        default=1.0,
+        help="factor of the paper's bandwidth rule for the user problems (default: %(default)s)",
+    )
+    g.add_argument(
+        "--compat",
+        default=None,
+        help="compatibility map of a non-square --data matrix (default: pca)",
+    )
+    g.add_argument(
+        "--memory-limit",
+        type=positive_float,
+        default=DEFAULT_MEMORY_LIMIT / 2**30,
+        metavar="GIB",
+        help="GiB a dense G of a --points problem may take; above it the problem "
+        "is raced lazily (G never formed) against a block Krylov reference "
+        "to 1e-10, and its rows say so (default: %(default)s)",
+    )
+    return g
+
+
+def _arg(args, name, default):
+    value = getattr(args, name, default)
+    return default if value is None else value
+
+
+def problems_from_args(args):
+    """The :class:`~ksvd_bench.race.problems.Problem` objects of ``--data``, ``--points`` and
+    ``--matrix`` (:func:`~ksvd_bench.race.problems.user_problems` of the parsed flags).
+
+    Every file is read and checked first (a bad one, or one whose kernel matrix is smaller
+    than ``args.rank`` in either direction, raises :class:`~ksvd_bench.datasets.DatasetError`
+    naming the file and the problem before any kernel is built); then the problems are built
+    in the order data, points, matrix. Two problems with the same name (file stem) are
+    refused.
+
+    Returns
+    -------
+    list of Problem
+        Empty when no file flag was given.
+    """
+    files = (
+        [("data", [p]) for p in getattr(args, "data", None) or []]
+        + [("points", list(p)) for p in getattr(args, "points", None) or []]
+        + [("matrix", [p]) for p in getattr(args, "matrix", None) or []]
+    )
+    return user_problems(
+        files,
+        taken=list(getattr(args, "dataset", None) or []),
+        rank=getattr(args, "rank", None),
+        kernel=_arg(args, "kernel", DEFAULT_KERNEL),
+        gamma=getattr(args, "gamma", None),
+        bandwidth_factor=_arg(args, "bandwidth_factor", 1.0),
+        compat=getattr(args, "compat", None),
+        center=bool(_arg(args, "center", True)),
+        memory_limit=float(_arg(args, "memory_limit", DEFAULT_MEMORY_LIMIT / 2**30)) * 2**30,
+        random_state=int(_arg(args, "seed", 0)),
+    )

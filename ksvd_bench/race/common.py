@@ -16,25 +16,21 @@ ToleranceResult` and its history entries); :func:`meets` applies the same rule a
 so that one driver sweep to the tightest ``eps`` answers the looser ones too. A warning is
 data: :func:`counting_warnings` records (and re-issues) the warnings of the solves the
 studies make themselves, and ``warning_fields`` (the driver's, from
-:mod:`ksvd_bench._scoring`) turns them into a count and deduplicated messages.
+:mod:`ksvd_bench.scoring`) turns them into a count and deduplicated messages.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import statistics
 
 import numpy as np
 
-from ksvd_bench._scoring import (
-    STATUSES,
-    recording_warnings,
-    reemit,
-    verification,
-    warning_fields,
-)
-from ksvd_bench.metrics._common import unit_of
+import solvers
+from ksvd_bench.driver import EFFORT_OPTION
+from ksvd_bench.metrics.common import unit_of
 from ksvd_bench.race.paper_runtime import (
     LOWRANK,
     PAPER_ASYM_ENTRY,
@@ -42,6 +38,14 @@ from ksvd_bench.race.paper_runtime import (
     PAPER_WEIGHTS,
 )
 from ksvd_bench.race.problems import Problem
+from ksvd_bench.scoring import (
+    STATUSES,
+    recording_warnings,
+    reemit,
+    verification,
+    warning_fields,
+)
+from solvers import svd
 
 __all__ = [
     "STRUCTURED_NAME",
@@ -191,7 +195,7 @@ def verdict(entry):
 
 
 def _verified_of(entry):
-    """The solver's own word on an answer (:func:`ksvd_bench._scoring.verification`):
+    """The solver's own word on an answer (:func:`ksvd_bench.scoring.verification`):
     ``"certified"``, ``"flagged"`` or ``"unverified"``; None where the record predates it."""
     if isinstance(entry, dict):
         return entry.get("verified")
@@ -219,7 +223,7 @@ def meets(entry, eps, key="value"):
 
 def status_of(right, reliable, fired=False):
     """The verdict in words (one of :data:`STATUSES`, the driver's, from
-    :mod:`ksvd_bench._scoring`): ``right`` (every part of the rule met) is ``"converged"``; a
+    :mod:`ksvd_bench.scoring`): ``right`` (every part of the rule met) is ``"converged"``; a
     stopping rule that ``fired`` on an answer that is not right stopped early, wrong (the
     finding a reference-free stop's row exists to show); otherwise ``"unreliable"`` where the
     solver distrusted the answer, else ``"not converged"``."""
@@ -326,9 +330,6 @@ def entry_options(name):
     """What a raced entry runs, as recorded in the meta and named under the tables:
     ``{"solver": ..., **options}`` with asym Nystrom's ``core`` and ``check_passes`` spelled
     out (the solver's defaults where the entry does not set them)."""
-    import inspect
-
-    import solvers
 
     solver, options = solver_of(name)
     out = {"solver": solver, **options}
@@ -354,8 +355,6 @@ def not_applicable(name, problem):
 
 def effort_option(name):
     """The solver option that a raced entry's effort sets (None for tsvd)."""
-    from ksvd_bench.driver import EFFORT_OPTION
-
     return EFFORT_OPTION.get(solver_of(name)[0])
 
 
@@ -402,8 +401,6 @@ def warm_up(problem, rank, methods):
     (``sampling="rpcholesky"``) warm up on a lazy source of the first points, and are skipped
     where they do not apply.
     """
-    from solvers import svd
-
     if not isinstance(problem, Problem):  # a bare matrix (e.g. ``spectrum``'s G)
         problem = Problem(name="matrix", G=problem, kernel_seconds=None)
     G = problem.G

@@ -25,7 +25,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from solvers._source import frobenius_of
+from ksvd_bench.datasets import DatasetError
+from solvers import frobenius_of
 
 __all__ = ["rounding_floor", "kernel_as_raced", "check_given_matrix"]
 
@@ -43,9 +44,9 @@ def _timed(build):
 
 
 def _centre(K):
-    from ksvd_bench.kernels.matrix import _center_inplace  # what center=True runs
+    from ksvd_bench.kernels import center_matrix  # what center=True runs, on a copy
 
-    return _center_inplace(K)
+    return center_matrix(K)
 
 
 def _is_degenerate(G, norm_k, centred):
@@ -118,8 +119,6 @@ def _translated_norms(A, rebuild):
 
 
 def _refuse(name, shape, norm_g, norm_k, centred, gamma, compat, translated):
-    from ksvd_bench.datasets import DatasetError
-
     n, m = shape
     if not centred:
         why = "every kernel value underflows to 0"
@@ -164,8 +163,6 @@ def _refuse(name, shape, norm_g, norm_k, centred, gamma, compat, translated):
 
 def check_given_matrix(G, name):
     """Refuse a given kernel matrix G that is exactly zero (its own scale: nothing else)."""
-    from ksvd_bench.datasets import DatasetError
-
     data = G.data if sp.issparse(G) else G
     if frobenius_of(data) == 0.0:
         raise DatasetError(

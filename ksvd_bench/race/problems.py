@@ -29,10 +29,10 @@ A user's own problems (``compare --data/--points/--matrix``, issue 19):
   estimate is at most :data:`LAZY_REFERENCE_TOL` (:func:`krylov_reference`), which the
   problem's ``reference_note`` says;
 * :func:`problem_from_file`: any of them from files (``.npy``, ``.npz``, ``.mtx``, ``.csv``,
-  read and checked by :func:`ksvd_bench.datasets._files.read_user_matrix`), named by the
+  read and checked by :func:`ksvd_bench.datasets.read_user_matrix`), named by the
   file's stem;
-* :func:`add_problem_arguments` / :func:`problems_from_args`: the flags and their problems,
-  every file read and checked before any kernel is built.
+* :func:`user_problems`: the problems of a user's files, every file read and checked before
+  any kernel is built (the flags that name them are in :mod:`ksvd_bench.race.commands`).
 """
 
 from __future__ import annotations
@@ -46,9 +46,28 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+import solvers
+from ksvd_bench.datasets import (
+    DatasetError,
+    load_features,
+    load_graph,
+    make_kernel_problem,
+    make_rare_clusters,
+    read_user_matrix,
+)
+from ksvd_bench.driver import definition_key
+from ksvd_bench.kernels import (
+    KernelSource,
+    StructuredKernelSource,
+    kernel_matrix,
+    ksvd_kernel,
+    paper_gamma,
+    softmax_gamma,
+)
+from ksvd_bench.metrics import frobenius_norm
 from ksvd_bench.race.degenerate import check_given_matrix, kernel_as_raced
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS, DEFAULT_KERNEL
-from solvers._source import frobenius_of
+from solvers import as_source, frobenius_of
 
 __all__ = [
     "DATASETS",
@@ -68,8 +87,7 @@ __all__ = [
     "points_gamma",
     "krylov_reference",
     "dataset_shape",
-    "add_problem_arguments",
-    "problems_from_args",
+    "user_problems",
 ]
 
 GRAPH_DATASETS = ("cora", "citeseer", "pubmed")
@@ -178,8 +196,6 @@ class Problem:
     def norm_fro(self):
         """``||G||_F`` (one pass over a lazy G, unless its source knows it)."""
         if self.is_lazy:
-            from ksvd_bench.metrics import frobenius_norm
-
             return frobenius_norm(self.G)
         return frobenius_of(self.G)  # no overflow of the squares of a G near 1e300
 
@@ -250,8 +266,6 @@ class Problem:
             (uncentred; it has ``joint_psd()``); for ``synthetic`` (no data) the dense matrix
             wrapped by ``solvers.as_source``.
         """
-        from ksvd_bench.kernels import KernelSource
-
         if self.points is not None:
             X, Z = self.points
             return KernelSource.from_points(
@@ -260,8 +274,6 @@ class Problem:
         if self.is_lazy:
             return self.G
         if self.A is None:
-            from solvers import as_source
-
             return as_source(self.G)
 
         p = self.params
@@ -279,7 +291,6 @@ class Problem:
         """A fresh exact :class:`~ksvd_bench.kernels.StructuredKernelSource`, or None."""
         if not self.supports_structured:
             return None
-        from ksvd_bench.kernels import StructuredKernelSource
 
         return StructuredKernelSource(
             self.A, self.kernel, gamma=self.gamma, center=self.params["center"]
@@ -294,8 +305,6 @@ def problem_data(name):
     name : str
         One of ``cora``, ``citeseer``, ``pubmed``, ``cora-features``, ``citeseer-features``.
     """
-    from ksvd_bench.datasets import load_features, load_graph
-
     # content_only: the paper's node counts (Citeseer 3312, not the 3327 ids of the cites file).
     if name in GRAPH_DATASETS:
         return load_graph(name, content_only=True).adjacency
@@ -305,7 +314,7 @@ def problem_data(name):
 
 
 #: row counts of the warm-up slices: the kernel builders run a serial compile below
-#: 2**16 output entries and a parallel one above (``kernels._numba.SERIAL_BELOW``); a 64-row
+#: 2**16 output entries and a parallel one above (``kernels.leaves.SERIAL_BELOW``); a 64-row
 #: slice reaches only the serial one, so the timed build compiled the parallel one (3-7 s
 #: charged to "kernel s" on a first run, 0.1 s warm on Cora). 320 x 320 > 2**16 reaches both.
 WARM_UP_ROWS = (64, 320)
@@ -318,8 +327,6 @@ def _warm_up(A, kernel, gamma, compat, center, seed):
     builders' serial/parallel switch, so neither compile (nor its load from Numba's disk
     cache) is charged to the timed build.
     """
-    from ksvd_bench.kernels import ksvd_kernel
-
     for rows in WARM_UP_ROWS:
         k = min(rows, A.shape[0], A.shape[1])
         small = A[:k, :k] if A.shape[0] == A.shape[1] else A[:k]
@@ -380,8 +387,6 @@ def build_problem(
         raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
     seed = int(random_state)
     if name == "synthetic":
-        from ksvd_bench.datasets import make_kernel_problem
-
         n, m = DEFAULT_SYNTHETIC_SHAPE if shape is None else shape
         opts = dict(synthetic_options or {})
         G = np.ascontiguousarray(
@@ -448,8 +453,6 @@ def problem_from_data(
     -------
     Problem
     """
-    from ksvd_bench.kernels import ksvd_kernel, paper_gamma, softmax_gamma
-
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
         raise TypeError(f"random_state must be an int (it is recorded), got {random_state!r}")
     seed = int(random_state)
@@ -513,9 +516,6 @@ def _rare_clusters_problem(name, shape, seed):
     The kernel is SNE with the family's gamma, uncentred (the family's G is a block of a PSD
     kernel on ``X u Z`` up to the row normalisers, which is what ``rpcholesky`` uses).
     """
-    from ksvd_bench.datasets import make_rare_clusters
-    from ksvd_bench.kernels import kernel_matrix
-
     n, m = dataset_shape(name, shape)
     P = make_rare_clusters(n, m, random_state=seed)
     gamma = float(P.gamma)
@@ -572,8 +572,6 @@ def points_gamma(X, Z, bandwidth_factor=1.0):
     The rule :func:`ksvd_bench.kernels.paper_gamma` applies to a data matrix, applied to the
     stacked points (``d`` features, the variance over all entries).
     """
-    from ksvd_bench.kernels import paper_gamma
-
     if sp.issparse(X) or sp.issparse(Z):
         return paper_gamma(sp.vstack([sp.csr_matrix(X), sp.csr_matrix(Z)]), bandwidth_factor)
     return paper_gamma(np.vstack([X, Z]), bandwidth_factor)
@@ -661,8 +659,6 @@ def problem_from_points(
         Points not 2-d, empty, complex, non-finite, or X and Z of different dimensions; a
         non-positive memory limit. The message names the problem.
     """
-    from ksvd_bench.kernels import KernelSource, kernel_matrix, softmax_gamma
-
     seed = _check_seed(random_state)
     limit = _check_memory_limit(memory_limit)
     X, Z = _check_points(X, X if Z is None else Z, name)
@@ -710,8 +706,6 @@ def problem_from_points(
 
 
 def _read(path, kind, name):
-    from ksvd_bench.datasets._files import read_user_matrix
-
     what = {
         "data": "the data matrix A",
         "matrix": "the kernel matrix G",
@@ -737,7 +731,7 @@ def read_problem_files(kind, paths, *, name=None):
     Returns
     -------
     (name, arrays)
-        ``arrays`` the checked matrices (:func:`~ksvd_bench.datasets._files.read_user_matrix`).
+        ``arrays`` the checked matrices (:func:`~ksvd_bench.datasets.read_user_matrix`).
 
     Raises
     ------
@@ -745,8 +739,6 @@ def read_problem_files(kind, paths, *, name=None):
         A file that is missing, unreadable, empty, not 2-d, complex, NaN, or points of
         different dimensions; naming the file and the problem.
     """
-    from ksvd_bench.datasets import DatasetError
-
     if kind not in FILE_KINDS:
         raise ValueError(f"kind must be one of {FILE_KINDS}, got {kind!r}")
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -851,8 +843,6 @@ def problem_from_file(
 
 
 def _given_matrix(G, name, source, limit, random_state):
-    from ksvd_bench.datasets import DatasetError
-
     if sp.issparse(G):
         if 8.0 * G.shape[0] * G.shape[1] > limit:
             raise DatasetError(
@@ -928,9 +918,6 @@ def krylov_reference(
         ``info``: ``method="block_krylov"``, ``n_iter``, ``estimated_error``, ``residual``,
         ``tol``, ``reached`` (estimate <= tol), ``cached``.
     """
-    import solvers
-    from ksvd_bench.driver import definition_key
-
     path = None
     if cache_dir is not None and key is not None:
         path = Path(cache_dir) / f"krylov-{definition_key(key)}-r{rank}.npz"
@@ -977,111 +964,59 @@ def krylov_reference(
     return solvers.SVDResult(U, ref.s, V, info)
 
 
-def add_problem_arguments(parser):
-    """Add a user's own problems to a parser: ``--data``, ``--points``, ``--matrix`` (each
-    repeatable, mixable with ``--dataset``) and ``--memory-limit``.
-
-    The kernel, gamma (``--gamma``, ``--bandwidth-factor``), compat and centring come from the
-    parser's usual flags when it has them (``--kernel``, ``--center``). Read the problems back
-    with :func:`problems_from_args`.
-    """
-    from ksvd_bench._cliargs import positive_float
-
-    g = parser.add_argument_group(
-        "your own problems (each repeatable, mixable with --dataset; named by the file's stem)"
-    )
-    g.add_argument(
-        "--data",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a data matrix A (.npy, .npz with one array or a scipy sparse matrix, "
-        ".mtx, .csv): the kernel is built from it as for the graphs (--kernel, "
-        "--gamma, --compat, --center)",
-    )
-    g.add_argument(
-        "--points",
-        action="append",
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="X.npy [Z.npy]: two point sets (one point per row), or one used "
-        "twice; G = k(X, Z), uncentred (a block of a PSD kernel, which "
-        "rpcholesky needs), dense or lazy (see --memory-limit); every method "
-        "runs, rpcholesky included",
-    )
-    g.add_argument(
-        "--matrix",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a precomputed kernel matrix G, dense or sparse, raced as given",
-    )
-    g.add_argument(
-        "--gamma",
-        type=positive_float,
-        default=None,
-        help="bandwidth of the user problems (default: the paper's rule, "
-        "factor --bandwidth-factor)",
-    )
-    g.add_argument(
-        "--bandwidth-factor",
-        type=positive_float,
-        default=1.0,
-        help="factor of the paper's bandwidth rule for the user problems (default: %(default)s)",
-    )
-    g.add_argument(
-        "--compat",
-        default=None,
-        help="compatibility map of a non-square --data matrix (default: pca)",
-    )
-    g.add_argument(
-        "--memory-limit",
-        type=positive_float,
-        default=DEFAULT_MEMORY_LIMIT / 2**30,
-        metavar="GIB",
-        help="GiB a dense G of a --points problem may take; above it the problem "
-        "is raced lazily (G never formed) against a block Krylov reference "
-        "to 1e-10, and its rows say so (default: %(default)s)",
-    )
-    return g
-
-
-def _arg(args, name, default):
-    value = getattr(args, name, default)
-    return default if value is None else value
-
-
-def problems_from_args(args):
-    """The :class:`Problem` objects of ``--data``, ``--points`` and ``--matrix``.
+def user_problems(
+    files,
+    *,
+    taken=(),
+    rank=None,
+    kernel=DEFAULT_KERNEL,
+    gamma=None,
+    bandwidth_factor=1.0,
+    compat=None,
+    center=True,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+    random_state=0,
+):
+    """The :class:`Problem` objects of a user's files (``compare --data/--points/--matrix``).
 
     Every file is read and checked first (a bad one, or one whose kernel matrix is smaller
-    than ``args.rank`` in either direction, raises :class:`~ksvd_bench.datasets.DatasetError`
+    than ``rank`` in either direction, raises :class:`~ksvd_bench.datasets.DatasetError`
     naming the file and the problem before any kernel is built); then the problems are built
-    in the order data, points, matrix. Two problems with the same name (file stem) are
-    refused.
+    in the order given. Two problems with the same name (file stem), or a name in ``taken``,
+    are refused.
+
+    Parameters
+    ----------
+    files : sequence of (str, list of path)
+        ``(kind, paths)`` pairs, ``kind`` one of :data:`FILE_KINDS` (as
+        :func:`read_problem_files` takes them).
+    taken : sequence of str, default=()
+        Names already used (the bundled datasets raced beside).
+    rank : int, optional
+        The rank the problems will be raced at (None: not checked).
+    kernel, gamma, bandwidth_factor, compat, center
+        The kernel of the ``"data"`` and ``"points"`` problems (see
+        :func:`problem_from_data`; ``"points"`` problems are never centred; a non-square
+        data matrix gets :data:`DEFAULT_FEATURE_COMPAT` when ``compat`` is None).
+    memory_limit : float, default=DEFAULT_MEMORY_LIMIT
+        Bytes a dense G of a ``"points"`` or ``"matrix"`` problem may take (see
+        :func:`problem_from_points`).
+    random_state : int, default=0
+        Seed of the problems.
 
     Returns
     -------
     list of Problem
-        Empty when no file flag was given.
+        Empty when ``files`` is.
     """
-    from ksvd_bench.datasets import DatasetError
-
-    wanted = (
-        [("data", [p]) for p in getattr(args, "data", None) or []]
-        + [("points", list(p)) for p in getattr(args, "points", None) or []]
-        + [("matrix", [p]) for p in getattr(args, "matrix", None) or []]
-    )
-    read = [(kind, paths, *read_problem_files(kind, paths)) for kind, paths in wanted]
-    names = [name for _, _, name, _ in read] + list(getattr(args, "dataset", None) or [])
+    read = [(kind, paths, *read_problem_files(kind, paths)) for kind, paths in files]
+    names = [name for _, _, name, _ in read] + list(taken)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise DatasetError(
             f"two problems are named {dup[0]!r} (problems are named by their "
             f"file's stem, and must differ from the --dataset names)"
         )
-    rank = getattr(args, "rank", None)
     for kind, _, name, arrays in read if rank is not None else ():
         # G's shape is known from the files: a rank it cannot have is refused before the
         # kernel is built (building it can take seconds)
@@ -1094,21 +1029,20 @@ def problems_from_args(args):
                 f"problem {name!r}: --rank must be at most min(N, M) = {min(shape)} of its "
                 f"kernel matrix ({shape[0]}x{shape[1]}), got {rank}"
             )
-    limit = float(_arg(args, "memory_limit", DEFAULT_MEMORY_LIMIT / 2**30)) * 2**30
-    kernel = _arg(args, "kernel", DEFAULT_KERNEL)
-    seed = int(_arg(args, "seed", 0))
     problems = []
     for kind, paths, name, arrays in read:
         source = " ".join(str(p) for p in paths)
         common = {
             "name": name,
             "kernel": kernel,
-            "gamma": getattr(args, "gamma", None),
-            "bandwidth_factor": _arg(args, "bandwidth_factor", 1.0),
-            "random_state": seed,
+            "gamma": gamma,
+            "bandwidth_factor": bandwidth_factor,
+            "random_state": random_state,
         }
         try:
-            problems.append(_user_problem(args, kind, arrays, source, limit, seed, common))
+            problems.append(
+                _user_problem(kind, arrays, source, memory_limit, compat, center, common)
+            )
         except DatasetError:
             raise
         except ValueError as exc:  # the data cannot give this kernel (gamma, magnitudes)
@@ -1117,18 +1051,17 @@ def problems_from_args(args):
     return problems
 
 
-def _user_problem(args, kind, arrays, source, limit, seed, common):
-    """One problem of :func:`problems_from_args` from its checked arrays."""
+def _user_problem(kind, arrays, source, limit, compat, center, common):
+    """One problem of :func:`user_problems` from its checked arrays."""
     if kind == "points":
         return problem_from_points(
             *arrays, center=False, memory_limit=limit, source=source, **common
         )
     if kind == "matrix":
-        return _given_matrix(arrays[0], common["name"], source, limit, seed)
+        return _given_matrix(arrays[0], common["name"], source, limit, common["random_state"])
     A = arrays[0]
-    compat = getattr(args, "compat", None)
     if A.shape[0] != A.shape[1] and compat is None:
         compat = DEFAULT_FEATURE_COMPAT
-    problem = problem_from_data(A, compat=compat, center=bool(_arg(args, "center", True)), **common)
+    problem = problem_from_data(A, compat=compat, center=bool(center), **common)
     problem.source = source
     return problem

@@ -28,14 +28,8 @@ import time
 import numpy as np
 
 import solvers
-from ksvd_bench._scoring import (
-    estimate_error,
-    recording_warnings,
-    reemit,
-    solver_estimate,
-    warning_fields,
-)
 from ksvd_bench.datasets import load_graph
+from ksvd_bench.driver import effort_schedule
 from ksvd_bench.kernels import paper_gamma
 from ksvd_bench.kernels.structured import StructuredKernelSource, structured_svd
 from ksvd_bench.metrics import (
@@ -49,6 +43,13 @@ from ksvd_bench.metrics import (
     triplet_residual,
 )
 from ksvd_bench.race.paper_runtime import BANDWIDTH_FACTORS
+from ksvd_bench.scoring import (
+    estimate_error,
+    recording_warnings,
+    reemit,
+    solver_estimate,
+    warning_fields,
+)
 
 __all__ = [
     "DEFAULT_EFFORTS",
@@ -117,8 +118,6 @@ def default_efforts(method, rank, n, *, n_points=6, max_samples=NYSTROM_MAX_SAMP
     if method in ("rsvd", "generalized_nystrom"):
         return tuple(p for p in RSVD_OVERSAMPLES if rank + p <= n)
     if method == "block_krylov":
-        from ksvd_bench.driver import effort_schedule
-
         deepest = effort_schedule(method, rank, (n, n))[-1]
         return tuple(q for q in KRYLOV_ITERS if q <= deepest)
     if method in _SAMPLING:

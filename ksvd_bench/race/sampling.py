@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench._scoring import verification, warning_fields
 from ksvd_bench.race.common import counting_warnings
+from ksvd_bench.scoring import verification, warning_fields
 
 __all__ = [
     "SAMPLINGS",
@@ -408,8 +408,8 @@ def rpcholesky_at_scale(n=100_000, *, rank=20, n_pivots=None, d=64, gamma=5.0, s
     same Gram products 10x slower).
     """
     import solvers
-    from ksvd_bench._threads import solver_threads
     from ksvd_bench.kernels import KernelSource
+    from ksvd_bench.threads import solver_threads
 
     P = make_family("rare", n, rank=rank, d=d, gamma=gamma, random_state=seed)
     k = n_pivots or 4 * rank

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench._threads import check_threads, solver_threads
+from ksvd_bench.driver import reference_svd, solve_to_tolerance
+from ksvd_bench.metrics import CLUSTER_RTOL, lowrank_error
 from ksvd_bench.race.common import (
     driver_options,
     exact_operator,
@@ -40,6 +41,17 @@ from ksvd_bench.race.problems import (
     build_problem,
     problem_from_data,
 )
+from ksvd_bench.report import (
+    check_out_dir,
+    format_table,
+    machine_info,
+    progress_bar,
+    save_figure,
+    wrap_note,
+    write_csv,
+    write_json,
+)
+from ksvd_bench.threads import check_threads, solver_threads
 from solvers import check_int
 
 __all__ = [
@@ -130,9 +142,6 @@ def _factor_problem(dataset, data, factor, kernel, center, random_state):
 
 def _race_at(G, reference, method, settings):
     """Both solvers' fields of one row: effort, time, value and low-rank error over seeds."""
-    from ksvd_bench.driver import solve_to_tolerance
-    from ksvd_bench.metrics import lowrank_error
-
     rank, eps, measure, seeds, max_effort = settings
     options = {**driver_options(measure), "track_residual": False}
     # the driver records each answer's warnings (and re-issues them once after its sweep)
@@ -187,9 +196,6 @@ def _race_at(G, reference, method, settings):
 
 def _spectrum_row(problem, factor, settings, n_values):
     """One bandwidth: its spectrum, the vacuity bound and both solvers' race."""
-    from ksvd_bench.driver import reference_svd
-    from ksvd_bench.metrics import CLUSTER_RTOL
-
     rank, eps, measure = settings[0], settings[1], settings[2]
     G = problem.G
     t0 = time.perf_counter()
@@ -284,8 +290,6 @@ def run_spectrum(
     marked ``vacuous``: both solvers "converge" at their smallest effort and the speedup says
     nothing about accuracy. :func:`format_spectrum` and :func:`plot_spectrum` say so.
     """
-    from ksvd_bench.report import check_out_dir, machine_info, progress_bar
-
     factors, rank, n_seeds, n_values, eps = _check_arguments(
         dataset, data, factors, rank, seeds, n_values, eps, weights
     )
@@ -329,8 +333,6 @@ def run_spectrum(
 
 def write_spectrum_files(result, out):
     """Write ``spectrum.csv``, ``spectrum.json`` and ``spectrum.png`` under ``out`` atomically."""
-    from ksvd_bench.report import write_csv, write_json
-
     out = Path(out)
     svals = result.singular_values
     csv_rows = [
@@ -374,8 +376,6 @@ def format_spectrum(result, *, precision=3):
     Both tables fit 100 characters: the race shows efforts, times, values, singular-value
     errors and warnings; the spectrum table the bandwidth and the leading values.
     """
-    from ksvd_bench.report import format_table, wrap_note
-
     meta = result.meta
     measure = meta["measure"]
     what = "lowrank excess" if measure == "lowrank" else f"eta ({measure} weights)"
@@ -466,10 +466,11 @@ def _spectrum_notes(result):
 
 def _draw_spectrum(result):
     """The figure of :func:`plot_spectrum` (a matplotlib Figure, not saved)."""
+    # matplotlib: loaded only when a figure is drawn (start-up)
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): no display needed
     import matplotlib.ticker
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
@@ -561,6 +562,4 @@ def plot_spectrum(result, path):
     not converge are flagged; when neither method converged anywhere, the right panel says so.
     The PNG is written atomically.
     """
-    from ksvd_bench.report import save_figure
-
     return save_figure(_draw_spectrum(result), path, dpi=120)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 import textwrap
 
-from ksvd_bench._scoring import clip_message as clip
 from ksvd_bench.report.tables import TEXT_WIDTH
+from ksvd_bench.scoring import clip_message as clip
 
 __all__ = ["clip", "message_templates", "strip_solver", "warning_summary"]
 

@@ -34,7 +34,7 @@ def machine_info():
         "numba": numba.__version__,
         "scikit-learn": sklearn.__version__,
         "numba_threads": numba.get_num_threads(),
-        # how long idle OpenBLAS workers spin (2**value clock ticks; ksvd_bench._threads.BLAS_SPIN)
+        # how long idle OpenBLAS workers spin (2**value clock ticks; ksvd_bench.threads.BLAS_SPIN)
         "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"),
         "numba_svml": bool(getattr(numba.config, "USING_SVML", False)),
         "intel_cmplr_lib_rt_installed": svml,

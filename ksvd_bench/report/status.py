@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from ksvd_bench._scoring import STATUSES
+from ksvd_bench.scoring import STATUSES
 
 __all__ = [
     "STATUSES",

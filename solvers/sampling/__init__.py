@@ -1,8 +1,8 @@
 """Samplers that choose the rows and columns of a cross/Nyström approximation of ``G``.
 
 ============== ===========================================================================
-``uniform``    uniformly at random, no read (``_basic.py``)
-``norm``       by squared row/column norms (``_basic.py``; a norm pass unless the source
+``uniform``    uniformly at random, no read (``basic.py``)
+``norm``       by squared row/column norms (``basic.py``; a norm pass unless the source
                knows them)
 ``arp``        adaptive randomized pivoting on the one-pass sketch (``arp.py``): one pass
 ``aca``        adaptive cross approximation, partial pivoting + ACA+ (``aca.py``): reads the
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numbers
 
-from .._validation import Tracked, check_choice
+from ..validation import Tracked, check_choice
 from ._selection import Selection
 from .aca import select_aca
 from .arp import arp_pivots, select_arp
@@ -81,10 +81,10 @@ def select_rows_cols(src, n_rows, n_cols, *, sampling, rng, rank):
         return select_arp(src, n_rows, n_cols, rng=rng, rank=rank)
     if sampling == "aca":
         return select_aca(src, n_rows, n_cols, rng=rng, rank=rank)
-    from . import _basic
+    from . import basic
 
     # uniform or norm: norm sampling reads the norms through the counting wrapper (one pass,
     # or the source's own row/column norms)
     if not isinstance(src, Tracked):
         src = Tracked(src, False)
-    return _basic.select_basic(src, n_rows, n_cols, sampling=sampling, rng=rng)
+    return basic.select_basic(src, n_rows, n_cols, sampling=sampling, rng=rng)

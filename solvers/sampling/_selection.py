@@ -1,4 +1,4 @@
-"""The :class:`Selection` every row/column sampler returns (shared with ``_basic.py``)."""
+"""The :class:`Selection` every row/column sampler returns (shared with ``basic.py``)."""
 
 from __future__ import annotations
 

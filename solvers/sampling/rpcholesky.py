@@ -51,7 +51,7 @@ import warnings
 import numpy as np
 from scipy import linalg
 
-from .._validation import check_choice
+from ..validation import check_choice
 
 __all__ = ["rpcholesky_svd", "rpcholesky"]
 

@@ -28,7 +28,7 @@ So results are bitwise independent of the number of Numba threads. BLAS must be 
 one thread around these calls (the Numba threads are the parallel ones).
 
 Precision. A tile is computed in the storage dtype from end to end: cross products (or
-exponents), distances, ``exp`` (:func:`~.._numba.exp_inplace`) and the tile's products with
+exponents), distances, ``exp`` (:func:`~..leaves.exp_inplace`) and the tile's products with
 ``Omega``/``Psi`` (cast to the storage dtype once per pass), so a float32 source runs SGEMM
 and twice-as-wide vector code. Only within a tile (``tc`` terms for ``G @ Omega``, ``tr`` for
 ``G.T @ Psi``) does a sum run in float32; the tiles' results are added in float64, in a fixed
@@ -51,8 +51,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import prange
 
-from .._numba import exp_inplace, like
-from .._ordered import EXACT_FASTMATH, one_blas_thread
+from ..leaves import exp_inplace, like
+from ..ordered import EXACT_FASTMATH, one_blas_thread
 from .base import LINEAR, POLY, RBF, SNE, SOFTMAX, Backend, Params, T
 
 __all__ = ["CpuBackend", "RBF", "SNE", "T", "LINEAR", "POLY", "SOFTMAX", "Params", "tile_shape"]

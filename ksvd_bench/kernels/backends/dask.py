@@ -62,7 +62,7 @@ import numpy as np
 
 from solvers import check_index  # solvers imports nothing from ksvd_bench
 
-from .._operands import check_operand
+from ..operands import check_operand
 
 try:
     import distributed

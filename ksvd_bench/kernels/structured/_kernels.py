@@ -10,7 +10,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from .._numba import compile_twice
+from ..leaves import compile_twice
 
 _NJIT = {"parallel": True, "fastmath": True, "cache": True}
 #: multiply-adds below which kernels run on one thread (a few milliseconds of work: a

@@ -11,8 +11,8 @@ from scipy.sparse.linalg import LinearOperator
 
 from solvers import check_index
 
-from .._operands import check_operand, check_product
-from .._params import EXP_KERNELS, check_dtype, check_gamma, structured_kernel_error
+from ..operands import check_operand, check_product
+from ..params import EXP_KERNELS, check_dtype, check_gamma, structured_kernel_error
 from ._kernels import (
     _gather_block,
     _gather_rows,

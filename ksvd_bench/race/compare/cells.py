@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ksvd_bench._scoring import lowrank_score
 from ksvd_bench.metrics import eta
 from ksvd_bench.race.common import (
     POINT_ONLY,
@@ -47,6 +46,7 @@ from ksvd_bench.race.paper_runtime import (
     paper_speedup,
 )
 from ksvd_bench.race.problems import Problem
+from ksvd_bench.scoring import lowrank_score
 
 __all__ = [
     "Context",
@@ -64,7 +64,7 @@ class AnswerMeasure:
     """The race's measure of an answer against the reference: ``(measure, answer) -> value``.
 
     Any eta weighting, or ``"lowrank"``, scored by the driver's code
-    (:func:`ksvd_bench._scoring.lowrank_score`: a pass over the dense G where that is small,
+    (:func:`ksvd_bench.scoring.lowrank_score`: a pass over the dense G where that is small,
     else products with the cheaper ``res_src``, the structured operator); ``||G||_F`` is
     computed once, on the first low-rank score that needs it.
     """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ksvd_bench._cliargs import (
+from ksvd_bench.cliargs import (
     add_run_arguments,
     check_out,
     nonnegative_float,
@@ -22,9 +22,11 @@ from ksvd_bench._cliargs import (
 from ksvd_bench.race.commands import (
     METHODS,
     add_kernel_arguments,
+    add_problem_arguments,
     add_weights_alias,
     check_rank,
     fail,
+    problems_from_args,
 )
 from ksvd_bench.race.common import VARIANTS
 from ksvd_bench.race.compare.settings import (
@@ -45,9 +47,7 @@ from ksvd_bench.race.problems import (
     DATASETS,
     DEFAULT_SHAPES,
     SHAPED_DATASETS,
-    add_problem_arguments,
     dataset_shape,
-    problems_from_args,
 )
 
 __all__ = ["add_compare", "check_compare", "ignored_flags", "run_compare_command"]

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench._threads import solver_threads
 from ksvd_bench.race.common import (
     RESIDUAL_SUFFIX,
     STRUCTURED_NAME,
@@ -53,6 +52,7 @@ from ksvd_bench.race.paper_runtime import (
     PAPER_WEIGHTS,
 )
 from ksvd_bench.race.problems import Problem, build_problem
+from ksvd_bench.threads import solver_threads
 
 __all__ = ["CompareResult", "run_compare", "problem_reference"]
 
@@ -424,7 +424,7 @@ def run_compare(
         Timings per found effort inside the driver (median).
     threads : int or None, default=1
         Numba and BLAS threads for every solver, at most
-        :func:`ksvd_bench._threads.max_threads` (None: Numba's current count). One thread by
+        :func:`ksvd_bench.threads.max_threads` (None: Numba's current count). One thread by
         default: every solver gets the same, and on a shared machine spinning BLAS/Numba
         threads make multi-threaded timings erratic (measured here: 2 threads under load took
         9x the CPU time of 1 thread for the same default run).

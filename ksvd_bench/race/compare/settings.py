@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench._threads import check_threads
 from ksvd_bench.race.common import (
     POINT_ONLY,
     VARIANTS,
@@ -30,6 +29,7 @@ from ksvd_bench.race.problems import (
     Problem,
     dataset_shape,
 )
+from ksvd_bench.threads import check_threads
 from solvers import check_int
 
 __all__ = [

@@ -126,8 +126,8 @@ def run_cell(
         The measurements (keys of :data:`ROW_FIELDS` except the errors, which need the
         reference), and ``"answer"``: the SVDResult (only when ``result_path`` is None).
     """
-    from ksvd_bench._threads import solver_threads
     from ksvd_bench.race.scale.runners import RUNNERS
+    from ksvd_bench.threads import solver_threads
 
     runner = RUNNERS[runner] if isinstance(runner, str) else runner
     options = runner.effort(spec)
@@ -299,9 +299,9 @@ def compute_reference(
         (the Wedin estimate) and ``residual``. With ``path`` the triplets are saved there
         (``.npz``), else returned under ``"answer"`` (a ``(U, s, V)`` tuple).
     """
-    from ksvd_bench._threads import solver_threads
     from ksvd_bench.driver import reference_svd
     from ksvd_bench.metrics import CLUSTER_RTOL
+    from ksvd_bench.threads import solver_threads
 
     with solver_threads(threads), _connected(client, scheduler) as dask_client:
         source = make_source(spec, make_data(spec), dask_client)

@@ -11,7 +11,7 @@ import argparse
 import contextlib
 import math
 
-from ksvd_bench._cliargs import (
+from ksvd_bench.cliargs import (
     add_run_arguments,
     check_out,
     check_scheduler,

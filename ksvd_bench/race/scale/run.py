@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ksvd_bench._threads import DEFAULT_THREADS
 from ksvd_bench.race.scale.cells import CellRunner, score_cell
 from ksvd_bench.race.scale.files import load_merge_base, merge_rows, write_scale
 from ksvd_bench.race.scale.fit import fit_all
@@ -34,6 +33,7 @@ from ksvd_bench.race.scale.problems import (
     effort_label,
 )
 from ksvd_bench.race.scale.runners import RUNNERS
+from ksvd_bench.threads import DEFAULT_THREADS
 
 __all__ = ["ScaleResult", "run_scale"]
 
@@ -127,8 +127,8 @@ def _check_memory_limit(memory_limit):
 
 def _machine_at(threads):
     """:func:`machine_info` under the thread counts the cells ran with, as the other studies."""
-    from ksvd_bench._threads import solver_threads
     from ksvd_bench.report import machine_info
+    from ksvd_bench.threads import solver_threads
 
     with solver_threads(threads):
         return machine_info()
@@ -215,8 +215,8 @@ def run_scale(
     -------
     ScaleResult
     """
-    from ksvd_bench._threads import check_threads
     from ksvd_bench.report import progress_bar
+    from ksvd_bench.threads import check_threads
 
     parts, sizes, methods = _check_settings(parts, sizes, methods, rank, time_limit, dtype, device)
     if reference not in ("auto", "none"):

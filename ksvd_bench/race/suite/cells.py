@@ -21,11 +21,19 @@ JSON file before it is merged, on every path. A cell's times are its worker's.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import socket
 import time
 from pathlib import Path
+
+from ksvd_bench.race.common import STRUCTURED_NAME
+from ksvd_bench.race.compare import run_compare
+from ksvd_bench.race.compare.cells import add_speedups
+from ksvd_bench.race.compare.run import problem_reference
+from ksvd_bench.race.suite.collection import get_collection
+from ksvd_bench.report import write_json
 
 __all__ = [
     "CELLS_DIR",
@@ -102,14 +110,39 @@ def prepare_problem(collection, quick, problem, *, cache_dir):
     Run once per problem before its cells, so that cells racing at once on several workers
     read the reference instead of each computing it.
     """
-    from ksvd_bench.race.compare.run import problem_reference
-    from ksvd_bench.race.suite.collection import get_collection
-
     t0 = time.perf_counter()
     coll = get_collection(collection)
     settings, _ = race_settings(coll, quick)
     problem_reference(_problem(coll, quick, problem), settings["rank"], cache_dir=cache_dir)
     return time.perf_counter() - t0
+
+
+def problem_info(problem, result):
+    """A problem's entry of the suite's collection record (``result``: its ``run_compare``)."""
+    ref = result.meta["reference"][problem.name]
+    return {
+        "name": problem.name,
+        "shape": list(problem.shape),
+        "kernel": problem.kernel,
+        "gamma": problem.gamma,
+        "lazy": problem.is_lazy,
+        "source": problem.source,
+        "points": problem.points is not None,
+        "structured": problem.supports_structured,
+        "kernel_seconds": problem.kernel_seconds,
+        "reference": {
+            k: ref.get(k)
+            for k in (
+                "method",
+                "seconds_not_charged",
+                "cached",
+                "n_triplets",
+                "note",
+                "estimated_error",
+            )
+            if k in ref
+        },
+    }
 
 
 def race_cell(
@@ -143,11 +176,6 @@ def race_cell(
         ``run_compare``'s, ``meta`` its record, ``info`` the problem's entry of the suite's
         collection record, ``seconds`` the cell's wall time in its process.
     """
-    import datetime
-
-    from ksvd_bench.race.compare import run_compare
-    from ksvd_bench.race.suite.collection import get_collection
-    from ksvd_bench.race.suite.run import problem_info
 
     t0 = time.perf_counter()
     coll = get_collection(collection)
@@ -183,8 +211,6 @@ def cell_path(out, problem, method):
 
 def save_cell(out, cell):
     """Write a finished cell atomically; returns it as the file reads back (what is merged)."""
-    from ksvd_bench.report import write_json
-
     path = write_json(cell_path(out, cell["problem"], cell["method"]), cell)
     return json.loads(Path(path).read_text())
 
@@ -222,9 +248,6 @@ def merge_problem(cells):
         The first cell's compare record, with the entries, their options, effort caps and
         wall seconds of every cell, and the warm-up warnings summed.
     """
-    from ksvd_bench.race.common import STRUCTURED_NAME
-    from ksvd_bench.race.compare.cells import add_speedups
-
     rows = [dict(r) for c in cells for r in c["rows"]]
     # stable: entry order kept, the structured rows after every entry, as one race adds them
     rows.sort(key=lambda r: r["method"] == STRUCTURED_NAME)

@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
+from pathlib import Path
 
-from ksvd_bench._cliargs import (
+from ksvd_bench.cliargs import (
     THREADS_HELP,
     check_out,
     check_scheduler,
     out_dir,
     positive_int,
+    print_result,
     thread_count,
 )
+from ksvd_bench.race.suite.cluster import local_cluster
+from ksvd_bench.race.suite.collection import COLLECTIONS, DEFAULT_COLLECTION, get_collection
+from ksvd_bench.race.suite.run import run_suite, write_record
+from ksvd_bench.report import check_out_dir, headline
+from ksvd_bench.threads import DEFAULT_THREADS
 
 __all__ = ["add_parser", "format_suite"]
 
 
 def add_parser(sub):
     """Add ``suite``: race a fixed, versioned problem collection; profiles and failures."""
-    from ksvd_bench._threads import DEFAULT_THREADS
-    from ksvd_bench.race.suite.collection import COLLECTIONS, DEFAULT_COLLECTION
-
     p = sub.add_parser(
         "suite",
         help="race a fixed problem collection: performance and data profiles",
@@ -94,8 +99,6 @@ def add_parser(sub):
 
 def check_suite(args, parser):
     """``--problems`` names problems of the collection; ``--out`` is writable."""
-    from ksvd_bench.race.suite.collection import get_collection
-
     known = [s.name for s in get_collection(args.collection).problems]
     for name in args.problems or ():
         if name not in known:
@@ -108,10 +111,6 @@ def check_suite(args, parser):
         if args.scheduler is not None:
             check_scheduler(args.scheduler, parser)
     if args.record is not None:
-        from pathlib import Path
-
-        from ksvd_bench.report import check_out_dir
-
         try:
             check_out_dir(Path(args.record).parent or ".", "--record")
         except ValueError as exc:
@@ -135,8 +134,6 @@ def _listing(collection, quick):
 
 def format_suite(result):
     """A short terminal summary: solved per solver, then the failures by reason."""
-    from collections import Counter
-
     solved, total = Counter(), Counter()
     for r in result.records:
         total[r["solver"]] += 1
@@ -163,13 +160,12 @@ def format_suite(result):
 def _client(args):
     """The Dask client of ``--scheduler`` or ``--workers`` (closed at the end), or None."""
     if args.scheduler is not None:
+        # dask: an optional dependency (ksvd-bench[dask]), needed with --scheduler only
         from ksvd_bench.kernels.distributed import connect
 
         with connect(args.scheduler) as client:
             yield client
     elif args.workers is not None:
-        from ksvd_bench.race.suite.cluster import local_cluster
-
         with local_cluster(args.workers) as client:
             yield client
     else:
@@ -178,11 +174,6 @@ def _client(args):
 
 def run_suite_command(args):
     """Run ``suite`` with parsed arguments; print the summary and the files written."""
-    from ksvd_bench._cliargs import print_result
-    from ksvd_bench.race.suite.collection import get_collection
-    from ksvd_bench.race.suite.run import run_suite, write_record
-    from ksvd_bench.report import headline
-
     if args.list:
         print(_listing(get_collection(args.collection), args.quick))
         return 0

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import uuid
 
+from ksvd_bench.race.suite.cells import forget_problems, prepare_problem, race_cell
+
 __all__ = ["local_cluster", "check_cluster", "race_on_cluster"]
 
 
@@ -26,6 +28,7 @@ __all__ = ["local_cluster", "check_cluster", "race_on_cluster"]
 def local_cluster(n_workers):
     """A client of ``n_workers`` worker processes on 127.0.0.1, one thread each, no memory
     limit (a serial run has none either); closed on exit."""
+    # distributed: an optional dependency (ksvd-bench[dask]), needed on a cluster only
     from distributed import Client, LocalCluster
 
     with (
@@ -45,6 +48,7 @@ def local_cluster(n_workers):
 def check_cluster(client, *, timeout=30.0):
     """The cluster's worker count, once at least one worker is up; a ValueError naming the
     fix when none comes within ``timeout`` seconds or a worker runs more than one thread."""
+    # distributed: an optional dependency (ksvd-bench[dask]), needed on a cluster only
     from distributed.client import TimeoutError as DaskTimeout
 
     try:
@@ -74,9 +78,8 @@ def race_on_cluster(client, collection, quick, cells, *, cache_dir, **options):
     tasks are cancelled and the exception is raised, noting the cell; the cells yielded
     before are the caller's to keep.
     """
+    # distributed: an optional dependency (ksvd-bench[dask]), needed on a cluster only
     from distributed import as_completed
-
-    from ksvd_bench.race.suite.cells import forget_problems, prepare_problem, race_cell
 
     run = uuid.uuid4().hex[:8]  # keys unique on a shared scheduler
     cache_dir = str(cache_dir)

@@ -43,7 +43,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from ksvd_bench.datasets import load_table, make_attention_points, make_clustered_points
 from ksvd_bench.race.compare import DEFAULT_METHODS
+from ksvd_bench.race.problems import build_problem, problem_from_data, problem_from_points
 
 __all__ = [
     "ProblemSpec",
@@ -124,33 +128,25 @@ class Collection:
 
 def _named(name):
     def build(quick, seed):
-        from ksvd_bench.race.problems import build_problem
-
         return build_problem(name, random_state=seed)
 
     return build
 
 
 def _ionosphere(quick, seed):
-    from ksvd_bench.datasets import load_table
-    from ksvd_bench.race.problems import problem_from_data
-
     X = load_table("ionosphere")[0]
     return problem_from_data(X, name="ionosphere", compat="pca", center=True, random_state=seed)
 
 
 def _rare_clusters(quick, seed):
-    from ksvd_bench.race.problems import build_problem
-
     return build_problem(
         "rare-clusters", shape=(2000, 2000) if quick else (6000, 6000), random_state=seed
     )
 
 
 def _digits(quick, seed):
+    # scikit-learn's datasets: loaded only for this problem (start-up)
     from sklearn.datasets import load_digits
-
-    from ksvd_bench.race.problems import problem_from_points
 
     digits = load_digits()
     X, y = digits.data.astype(float), digits.target
@@ -166,8 +162,6 @@ def _digits(quick, seed):
 
 def _synthetic(name, decay):
     def build(quick, seed):
-        from ksvd_bench.race.problems import build_problem
-
         shape = (800, 600) if quick else (1500, 1200)
         problem = build_problem(
             "synthetic",
@@ -187,9 +181,6 @@ LAZY_MEMORY_LIMIT = 64 * 2**20
 
 
 def _lazy_points(quick, seed):
-    from ksvd_bench.datasets import make_clustered_points
-    from ksvd_bench.race.problems import problem_from_points
-
     n = LAZY_SIZES[1] if quick else LAZY_SIZES[0]
     P = make_clustered_points(n, n, 16, 20, random_state=seed)
     return problem_from_points(
@@ -211,9 +202,6 @@ LAZY_ATTENTION_SIZE = 20_000
 
 def _attention(n, name, memory_limit=None):
     def build(quick, seed):
-        from ksvd_bench.datasets import make_attention_points
-        from ksvd_bench.race.problems import problem_from_points
-
         size = n(quick)
         P = make_attention_points(size, d=64, rank=96, random_state=seed)
         limit = {} if memory_limit is None else {"memory_limit": memory_limit}
@@ -328,8 +316,6 @@ def get_collection(name):
 
 
 def _smoke_synthetic(quick, seed):
-    from ksvd_bench.race.problems import build_problem
-
     problem = build_problem(
         "synthetic",
         shape=(90, 70),
@@ -341,9 +327,6 @@ def _smoke_synthetic(quick, seed):
 
 
 def _smoke_points(quick, seed):
-    import numpy as np
-
-    from ksvd_bench.race.problems import problem_from_points
 
     rng = np.random.default_rng(seed)
     X = np.vstack([rng.normal(c, 0.05, size=(20, 3)) for c in range(4)])

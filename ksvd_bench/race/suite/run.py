@@ -19,7 +19,31 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ksvd_bench.race.suite.cells import _slug
+from ksvd_bench.race.suite.cells import (
+    _slug,
+    cell_key,
+    finished_cells,
+    forget_problems,
+    merge_problem,
+    race_cell,
+    race_settings,
+    save_cell,
+)
+from ksvd_bench.race.suite.cluster import check_cluster, race_on_cluster
+from ksvd_bench.race.suite.collection import get_collection
+from ksvd_bench.report import (
+    check_out_dir,
+    machine_info,
+    profile_tables,
+    progress_bar,
+    row_status,
+    save_figure,
+    write_csv,
+    write_json,
+    write_report,
+)
+from ksvd_bench.report.figures import profiles_figure
+from ksvd_bench.report.status import measure_label
 
 __all__ = [
     "SuiteResult",
@@ -125,9 +149,6 @@ def records_from_rows(rows, collection, *, skipped=(), skip_reason=None):
         ``entries_read`` are those of the solve (recorded also when unsolved: the budget
         spent on the last effort tried).
     """
-    from ksvd_bench.report import row_status
-    from ksvd_bench.report.status import measure_label
-
     out = []
     cells = {}
     for row in rows:
@@ -190,43 +211,11 @@ def _load():
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
-def problem_info(problem, result):
-    """A problem's entry of the suite's collection record (``result``: its ``run_compare``)."""
-    ref = result.meta["reference"][problem.name]
-    return {
-        "name": problem.name,
-        "shape": list(problem.shape),
-        "kernel": problem.kernel,
-        "gamma": problem.gamma,
-        "lazy": problem.is_lazy,
-        "source": problem.source,
-        "points": problem.points is not None,
-        "structured": problem.supports_structured,
-        "kernel_seconds": problem.kernel_seconds,
-        "reference": {
-            k: ref.get(k)
-            for k in (
-                "method",
-                "seconds_not_charged",
-                "cached",
-                "n_triplets",
-                "note",
-                "estimated_error",
-            )
-            if k in ref
-        },
-    }
-
-
 def _race_cells(todo, coll, quick, out, threads, command_line, client):
     """Race the cells ``todo`` (in this process, or on ``client``'s cluster) and write each to
     ``out`` as it finishes; yield each as its file reads back."""
-    from ksvd_bench.race.suite.cells import forget_problems, race_cell, save_cell
-
     options = dict(cache_dir=out / "reference_cache", threads=threads, command_line=command_line)
     if client is not None:
-        from ksvd_bench.race.suite.cluster import race_on_cluster
-
         raced = race_on_cluster(client, coll.name, quick, todo, **options)
     else:
         raced = (race_cell(coll.name, quick, p, m, **options) for p, m in todo)
@@ -304,15 +293,6 @@ def run_suite(
     >>> with local_cluster(2) as client:  # doctest: +SKIP
     ...     result = run_suite("smoke", out="results/smoke", client=client)
     """
-    from ksvd_bench.race.suite.cells import (
-        cell_key,
-        finished_cells,
-        merge_problem,
-        race_settings,
-    )
-    from ksvd_bench.race.suite.collection import get_collection
-    from ksvd_bench.report import check_out_dir, machine_info, progress_bar, write_json
-
     coll = get_collection(collection)
     specs = coll.problems_for(quick)
     if problems is not None:
@@ -327,8 +307,6 @@ def run_suite(
     settings, methods = race_settings(coll, quick)
     where = "in process"
     if client is not None:
-        from ksvd_bench.race.suite.cluster import check_cluster
-
         n_workers = check_cluster(client)
         where = f"Dask cluster at {client.scheduler.address} ({n_workers} workers at the start)"
     record = coll.record(quick)
@@ -415,8 +393,6 @@ def run_suite(
 
 def write_suite_files(result, out, *, report=True):
     """``suite.json``, the records and failures as CSV, the profile figures and the page."""
-    from ksvd_bench.report import write_csv, write_json
-
     out = Path(out)
     paths = {
         "json": write_json(out / SUITE_FILE, result.to_json()),
@@ -432,8 +408,6 @@ def write_record(result, path):
     """Keep a suite run as a record for the repository: its collection, records, failures,
     meta (machine, load, the regenerating command) and rows without their sweeps. Written
     atomically; returns the path."""
-    from ksvd_bench.report import write_json
-
     recorded = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     payload = {
         **result.to_json(),
@@ -446,9 +420,6 @@ def write_record(result, path):
 def _draw(result, out):
     """The profile figures (one PNG per measure and eps) and ``report.html`` where the report
     package provides its page writer."""
-    from ksvd_bench.report import profile_tables, save_figure
-    from ksvd_bench.report.figures import profiles_figure
-
     paths = {}
     tables = profile_tables(result.records)
     coll = result.collection
@@ -462,11 +433,7 @@ def _draw(result, out):
         paths[f"profile {measure} {eps:g}"] = save_figure(
             fig, out / f"profiles_{_slug(measure)}_{eps:g}.png"
         )
-    try:
-        from ksvd_bench.report import html
-    except ImportError:  # the page writer is not there yet: the figures and JSON are
-        return paths
-    paths["report"] = html.write_report(
+    paths["report"] = write_report(
         out,
         rows=result.rows,
         meta=result.meta,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._scaling import power_of_two_scale
 from ._source import DenseSource, SparseSource, as_source, check_real_dtype
+from .scaling import power_of_two_scale
 
 __all__ = [
     "check_args",
@@ -293,7 +293,7 @@ def check_indices(name, idx, n, axis_name):
     return idx.astype(np.intp)
 
 
-def _largest_entry(source):
+def largest_entry(source):
     """``max |G_ij|`` of a concrete source, checked finite up front (cheap); None for a lazy
     source, whose blocks are checked as they are read."""
     if isinstance(source, DenseSource):
@@ -364,7 +364,7 @@ def check_args(method, G, rank, random_state, validate, *, rescale=True, **optio
     rng = check_random_state(random_state)
     dtype = np.dtype(np.float32) if np.dtype(source.dtype) == np.float32 else np.dtype(np.float64)
     opts = validate(dict(options), rank, shape)
-    amax = _largest_entry(source)
+    amax = largest_entry(source)
     scale = 1.0 if amax is None or not rescale else power_of_two_scale(amax)
     if scale == 1.0:
         return Checked(Tracked(source, amax is None), rank, rng, opts, dtype, amax)

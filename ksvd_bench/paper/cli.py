@@ -20,7 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-from ksvd_bench._cliargs import Parser
+import numpy as np
+
+from ksvd_bench.cliargs import Parser
+from ksvd_bench.datasets import load_graph
+from ksvd_bench.report import format_table, machine_info, write_csv, write_json
 
 EXPERIMENTS = (
     "node-classification",
@@ -121,9 +125,8 @@ def _check_subsample(args, name):
     """Refuse a --subsample whose nodes have no edge, or cannot be split as the protocol needs."""
     if getattr(args, "subsample", None) is None:
         return
-    import numpy as np
 
-    from ksvd_bench.datasets import load_graph
+    # start-up: the experiments load scikit-learn, and --help must not
     from ksvd_bench.paper.node_classification import check_has_edges, check_labels_splittable
 
     cv_folds = _CV_FOLDS if name == "node-classification" else None
@@ -149,8 +152,6 @@ def _preflight(name, args):
 
 # ------------------------------------------------------------------ output
 def _save(args, name, result, title, columns, precision=3, notes=()):
-    from ksvd_bench.report import format_table, machine_info, write_csv, write_json
-
     out = Path(args.out)
     write_csv(out / f"{name}.csv", result["rows"])
     payload = dict(
@@ -175,6 +176,7 @@ def _timed(fn, **kwargs):
 
 # ------------------------------------------------------------------ experiments
 def _run_node_classification(args):
+    # start-up: the experiments load scikit-learn, and --help must not
     from ksvd_bench.paper.node_classification import (
         BANDWIDTH_GRID,
         format_chance_levels,
@@ -222,6 +224,7 @@ def _run_node_classification(args):
 
 
 def _run_graph_reconstruction(args):
+    # start-up: the experiments load scikit-learn, and --help must not
     from ksvd_bench.paper.graph_reconstruction import run_graph_reconstruction
 
     _preflight("graph-reconstruction", args)
@@ -257,6 +260,7 @@ def _run_graph_reconstruction(args):
 
 
 def _run_uci(args):
+    # start-up: the experiments load scikit-learn, and --help must not
     from ksvd_bench.paper.uci import run_uci
 
     _preflight("uci", args)
@@ -278,6 +282,7 @@ def _run_uci(args):
 
 
 def _run_ablation(args):
+    # start-up: the experiments load scikit-learn, and --help must not
     from ksvd_bench.paper.ablation import run_ablation
 
     _preflight("ablation", args)
@@ -300,6 +305,7 @@ def _run_ablation(args):
 
 
 def _run_nystrom_f1(args):
+    # start-up: the experiments load scikit-learn, and --help must not
     from ksvd_bench.paper.node_classification import format_chance_levels
     from ksvd_bench.paper.nystrom_f1 import plot_f1_vs_m, run_nystrom_f1
 
@@ -342,6 +348,7 @@ def _run_nystrom_f1(args):
 
 
 def _run_asymmetry(args):
+    # start-up: the experiments load scikit-learn, and --help must not
     from ksvd_bench.paper.asymmetry import NOT_COMPARABLE, PAPER_COLUMN, run_asymmetry
 
     _preflight("asymmetry", args)
@@ -592,7 +599,7 @@ def add_parser(subparsers):
 
 
 def main(argv=None):
-    """Run ``reproduce`` standalone: ``python -m ksvd_bench.paper._reproduce_cli``."""
+    """Run ``reproduce`` standalone: ``python -m ksvd_bench.paper.cli``."""
     parser = Parser(prog="ksvd-bench")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

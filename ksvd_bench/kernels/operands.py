@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._ordered import count_nonfinite
+from .ordered import count_nonfinite
 
 
 def check_operand(V, n, name):

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from solvers._scaling import power_of_two_scale
+from solvers.scaling import power_of_two_scale
 
 __all__ = ["WEIGHTS", "CLUSTER_RTOL", "singular_value_groups", "in_units", "unit_of"]
 
@@ -27,7 +27,7 @@ def _check_weights(weights):
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
 
 
-def _check_cluster_rtol(cluster_rtol):
+def check_cluster_rtol(cluster_rtol):
     """``cluster_rtol`` as a float >= 0, or None (no grouping: the literal definitions)."""
     if cluster_rtol is None:
         return None
@@ -161,7 +161,7 @@ def unit_of(magnitude):
     them. Where ``magnitude`` (the size of ``G``: a singular value or an entry) lies outside
     ``2^+-SAFE_EXPONENT`` the measures work on ``unit * G`` (:func:`in_units`), ``unit`` the
     power of two bringing it near 1 (exact; as the solvers do,
-    :func:`solvers._scaling.power_of_two_scale`), and multiply every value they compare
+    :func:`solvers.scaling.power_of_two_scale`), and multiply every value they compare
     with by ``unit`` too: their ratios do not change.
     """
     return power_of_two_scale(float(magnitude))
@@ -208,7 +208,7 @@ def singular_value_groups(s, *, cluster_rtol=CLUSTER_RTOL):
     if s.ndim != 1 or not np.all(np.isfinite(s)):
         raise ValueError("s must be a 1-d array of finite singular values")
     _check_reference_values(s, "s")
-    rtol = _check_cluster_rtol(cluster_rtol)
+    rtol = check_cluster_rtol(cluster_rtol)
     if rtol is None:
         return [(i, i + 1) for i in range(s.size)]
     breaks = np.flatnonzero(s[:-1] - s[1:] > rtol * s[0]) + 1 if s.size else []
@@ -225,7 +225,7 @@ def _scored_groups(s, r, cluster_rtol):
     before it.
     """
     groups = singular_value_groups(s, cluster_rtol=cluster_rtol)
-    rtol = _check_cluster_rtol(cluster_rtol)
+    rtol = check_cluster_rtol(cluster_rtol)
     out = []
     for a, b in groups:
         if a < r:

@@ -6,7 +6,7 @@ in one fixed order whatever the number of threads: results do not depend on the 
 Sums are accumulated in float64 even when the matrix is float32.
 
 Inputs are validated (finite, shapes) by the callers: the kernels compile with
-:data:`~ksvd_bench.kernels._ordered.EXACT_FASTMATH` (no NaN/Inf, sign of zero ignored),
+:data:`~ksvd_bench.kernels.ordered.EXACT_FASTMATH` (no NaN/Inf, sign of zero ignored),
 flags that cannot change a finite result. Reassociation or contraction would let LLVM round
 each compile of a function (parallel or serial, fresh or loaded from the disk cache, inlined
 or not) differently, and the bits of a result would depend on what the process compiled.
@@ -32,7 +32,7 @@ from numba import prange
 from numba import types as nbtypes
 from numba.extending import intrinsic, overload
 
-from ._ordered import EXACT_FASTMATH
+from .ordered import EXACT_FASTMATH
 
 RBF, SNE, T, SOFTMAX = 0, 1, 2, 5
 #: width of the column chunks of the column-sum kernel (fixed: it sets the summation order)

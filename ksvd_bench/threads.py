@@ -1,6 +1,6 @@
 """Thread counts of a run: the bound (Numba's pool), the check, and the limits in force.
 
-A leaf module: the command line (:mod:`ksvd_bench._cliargs`) and the studies
+A leaf module: the command line (:mod:`ksvd_bench.cliargs`) and the studies
 (:mod:`ksvd_bench.race`) both use it, and it imports neither, so the command-line layer never
 reaches back into a study for a helper. Importing it loads no BLAS (numpy is imported where
 it is used), so the command line can call :func:`quiet_blas_spin` first.
@@ -68,6 +68,7 @@ def quiet_blas_spin(environ=None):
 
 def _spinning_blas():
     """Whether a pthreads build of OpenBLAS (whose idle workers spin) is loaded."""
+    # not at the top: the command line imports this module before numpy loads (BLAS spin)
     from threadpoolctl import threadpool_info
 
     return any(
@@ -78,6 +79,7 @@ def _spinning_blas():
 
 def max_threads():
     """The largest thread count a run may ask for: the size of Numba's thread pool."""
+    # not at the top: the command line imports this module before numpy loads (BLAS spin)
     import numba
 
     return int(numba.config.NUMBA_NUM_THREADS)
@@ -85,6 +87,7 @@ def max_threads():
 
 def check_threads(threads, name="threads"):
     """``threads`` as an int in ``[1, max_threads()]`` (None: Numba's current count)."""
+    # not at the top: the command line imports this module before numpy loads (BLAS spin)
     import numba
     import numpy as np
 
@@ -109,6 +112,7 @@ def solver_threads(threads):
     threads where a pthreads OpenBLAS keeps its idle workers spinning for longer than
     :data:`BLAS_SPIN` allows: the timings would be theirs as much as the solvers'.
     """
+    # not at the top: the command line imports this module before numpy loads (BLAS spin)
     import numba
     from threadpoolctl import threadpool_limits
 

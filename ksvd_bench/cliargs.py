@@ -141,7 +141,7 @@ def int_list(text):
 
 def thread_count(text):
     """An int in ``[1, NUMBA_NUM_THREADS]``: Numba cannot run more threads than its pool."""
-    from ksvd_bench._threads import max_threads
+    from ksvd_bench.threads import max_threads
 
     value = positive_int(text)
     if value > max_threads():
@@ -199,7 +199,7 @@ THREADS_HELP = (
 
 def add_run_arguments(p, *, out_default):
     """``--threads``, ``--seed``, ``--out`` and ``--no-progress``, shared by the studies."""
-    from ksvd_bench._threads import DEFAULT_THREADS
+    from ksvd_bench.threads import DEFAULT_THREADS
 
     p.add_argument("--threads", type=thread_count, default=DEFAULT_THREADS, help=THREADS_HELP)
     p.add_argument(

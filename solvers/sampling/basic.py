@@ -5,7 +5,7 @@ while choosing. ``sampling="norm"`` draws them without replacement, with inclusi
 proportional to the squared row and column norms of ``G`` (length-squared sampling, Drineas,
 Kannan & Mahoney 2006, capped at certainty; systematic sampling on a random order, so that
 the probabilities are exact), which costs one pass over ``G`` for the norms (``N * M``
-entries, counted by the counting wrapper, see ``solvers._validation.Tracked.norms_sq``)
+entries, counted by the counting wrapper, see ``solvers.validation.Tracked.norms_sq``)
 unless the caller already has them.
 
 Both report the exact inclusion probability of every chosen index (``Selection.info``'s
@@ -116,7 +116,7 @@ def select_basic(src, n_rows, n_cols, *, sampling, rng, row_indices=None, col_in
 
     Parameters
     ----------
-    src : counting source (``solvers._validation.Tracked``)
+    src : counting source (``solvers.validation.Tracked``)
         Only asked for its norms (``norms_sq()``), and only for ``sampling="norm"`` when a
         side is still to be drawn.
     n_rows, n_cols : int

@@ -9,9 +9,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers import check_choice
-from solvers._scaling import power_of_two_scale
+from solvers.scaling import power_of_two_scale
 
-from ._sparse_structure import checked_csr
+from .sparse_structure import checked_csr
 
 KERNELS = ("sne", "rbf", "t", "linear", "poly", "softmax")
 #: kernels whose matrix is exp(-|x - z|^2 / gamma^2) up to row/column scalings

@@ -38,13 +38,17 @@ from ksvd_bench.metrics import (
     sv_error,
     triplet_residual,
 )
-from ksvd_bench.metrics._common import in_units, unit_of
-from solvers import GAP_RTOL, SVDResult, as_source, frobenius_gap, probe_error
-from solvers._estimate import (  # not re-exported by solvers
+from ksvd_bench.metrics.common import in_units, unit_of
+from solvers import (
+    GAP_RTOL,
     GAP_RTOL_FLOAT32,
+    SVDResult,
+    as_source,
+    frobenius_gap,
+    probe_error,
     probe_fro2_lower,
 )
-from solvers._validation import _largest_entry
+from solvers.validation import largest_entry
 
 __all__ = [
     "Scorer",
@@ -421,7 +425,7 @@ class Scorer:
             return float(np.max(self.reference.s, initial=0.0))
         if self.fro2 is not None:
             return math.sqrt(self.fro2)
-        return _largest_entry(as_source(self.res_src)) or 0.0  # a dense G's fro2 overflowed
+        return largest_entry(as_source(self.res_src)) or 0.0  # a dense G's fro2 overflowed
 
     def _lowrank(self, out):
         value, self.fro2 = lowrank_score(
