@@ -36,7 +36,7 @@ DEFAULT_THREADS = 1
 #: (QR, Gram matrices), and with the default every pass of a small or medium problem starts
 #: while those workers still hold cores: measured on the 2-core development machine, N = M =
 #: 4000, 2 threads, top-20 rsvd 1.85 s with the default against 0.87 s, and slower at 2
-#: threads than at 1 (1.43 s) with the default (``benchmarks/scripts/blas_spin.py``,
+#: threads than at 1 (1.43 s) with the default (``benchmarks/archive/blas_spin.py``,
 #: ``benchmarks/recorded/passes/blas_spin_2core.txt``).
 BLAS_SPIN = 20
 

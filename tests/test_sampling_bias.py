@@ -1,7 +1,7 @@
 """Norm sampling's inclusion probabilities are exact, so its importance weights are unbiased
 (issue 20 §3), and the norm pass is counted.
 
-The problem is the README's norm-sampling case (``benchmarks/scripts/reproducers_issue14.py``):
+The problem is the README's norm-sampling case (``benchmarks/archive/reproducers_issue14.py``):
 a rank-3 1000 x 800 matrix whose 100 heavy rows and 100 heavy columns (scale 10) hold 92% of
 the squared norm, so that at m >= 110 the heavy ones are drawn with certainty. There the old
 ``min(1, n p_i)`` rate was far off for the light rows, and the raw extension's values grew with

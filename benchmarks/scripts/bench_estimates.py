@@ -13,6 +13,7 @@ share within [0.5, 2], min, median and max.
 import argparse
 import json
 import math
+import os
 import time
 import warnings
 
@@ -51,11 +52,15 @@ EFFORTS = [
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="results/estimates")
-    ap.add_argument("--n", type=int, default=1500)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--out", default="results/estimates", help="write the cells to OUT.json (folder made)"
+    )
+    ap.add_argument("--n", type=int, default=1500, help="N = M (default: 1500)")
     ap.add_argument("--rank", type=int, default=20)
     args = ap.parse_args()
+    # made before the sweep, which takes minutes, so that writing its cells cannot fail after it
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     X, Z = points(args.n, 8, 10, 0)
     X2, Z2 = points(args.n, 2, 10, 2)
     configs = [

@@ -3,7 +3,7 @@
 ``tests/test_solver_fixes.py`` runs the same cases and asserts on them; this script prints the
 numbers quoted in the README ("Library use")::
 
-    python benchmarks/scripts/reproducers_issue14.py
+    python benchmarks/archive/reproducers_issue14.py
 """
 
 import warnings

@@ -7,7 +7,7 @@ workers still hold cores. ``ksvd-bench`` sets the variable to :data:`ksvd_bench.
 unless the environment does. This script times the same solves in child processes, one per
 setting (OpenBLAS reads the variable when it is loaded), all at the same thread count::
 
-    python benchmarks/scripts/blas_spin.py --n 4000 --threads 2
+    python benchmarks/archive/blas_spin.py --n 4000 --threads 2
 
 Prints one row per setting, dtype and method: the median seconds of ``--repeats`` solves after
 one untimed solve (compile, cache load).

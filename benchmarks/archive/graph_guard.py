@@ -3,8 +3,8 @@
 The README's sparse-graph table ("Library use"): ``s_1 / exact``, ``info["reliable"]`` and the
 passes of ``core="paper"`` and ``core="stable"`` at ``m`` uniform samples, rank 10::
 
-    python benchmarks/scripts/graph_guard.py 20000 400
-    python benchmarks/scripts/graph_guard.py 300000 400
+    python benchmarks/archive/graph_guard.py 20000 400
+    python benchmarks/archive/graph_guard.py 300000 400
 """
 
 import argparse
