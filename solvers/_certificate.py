@@ -1,118 +1,38 @@
 """Certificates that see both sides of an answer: inflated values and missed directions.
 
-:mod:`solvers._check` bounds ``sigma_i(G)`` from below and flags values above those bounds
-(inflation). An answer can also be wrong the other way: it can miss a whole direction of
-``G`` (a rare cluster no sampled row or column touched) and return small or zero values
-with vectors that span something else. Nothing inflated, so the inflation check passes.
-This module adds the checks for that side; each rests on a deterministic inequality, and
-randomness only decides whether the evidence is found.
+Contract: :func:`certify` judges an answer ``(U, s, V)`` of ``G`` from ``n_passes`` products
+with ``G`` (block power iteration on the deflated operator ``D = (I - U U^T) G (I - V
+V^T)``, fused with the inflation check of :mod:`solvers._check`) and a budget of sampled
+rows and columns of the residual. It returns lower bounds ``l_i <= sigma_i(G)`` and a
+certificate (``info["certificate"]``): bounds on ``||D||`` (the smaller of two valid upper
+bounds, named in ``upper_kind`` with its failure probability ``upper_failure``), on the
+angles of both subspaces (Wedin, Davis & Kahan, and a tangent bound weighted by
+``(U^T G V)^-1``) and on the values (Weyl), and the vectors' orthonormality and pairing.
+Each bound rests on a deterministic inequality; randomness only decides whether the
+evidence is found, with the stated probability. An answer is certified only where every
+bound holds within its tolerance; a quantity that cannot be computed (a non-finite residual,
+an empty sample) never vouches for it, and a gap ``max(sigma_r(M), l_r) - ||D||`` that is not
+positive leaves the subspace unknown (a clustered spectrum, ``s_r ~ s_{r+1}``, is not
+determined by a few passes).
 
-*Values below a lower bound.* ``l_i <= sigma_i(G)`` (interlacing); ``l_i > (1 + MISS_SLACK)
-s_i`` proves ``s_i`` at least ``MISS_SLACK`` (10%) below the truth: unreliable.
+Advice: two check passes (the default) certify right answers at a gap of ``s_r / s_{r+1}
+>= 1.5`` nearly always (5% false alarms on the grown sweep,
+``benchmarks/recorded/certificates/grown.md``); more passes sharpen the bound on ``||D||``
+(its constant sits under the ``j``-th root of a chain of ``j`` products); where ``||G||_F``
+is known the deterministic Frobenius split competes too. Ask for a rank at a gap of the
+spectrum: no number of passes certifies the top-r subspace inside a cluster.
 
-*The deflated operator.* With the answer's orthonormal ``U`` (N x r) and ``V`` (M x r), let
-``D = (I - U U^T) G (I - V V^T)``. For the exact top-r triplets ``||D||_2 = sigma_{r+1}(G)
-<= sigma_r(G)``. A lower bound ``d <= ||D||_2`` with ``d > (1 + MISS_SLACK) s_r`` proves a
-unit pair ``x`` outside ``span(U)``, ``y`` outside ``span(V)`` with ``x^T G y > (1 +
-MISS_SLACK) s_r``: ``G`` carries more outside the answer than the answer's own r-th value,
-so a top direction is missing (or ``s_r`` is 10% low). Interlacing gives ``d`` from any
-block: ``sigma_1(P A Q) <= sigma_1(A)`` for orthogonal projectors ``P``, ``Q``.
+The reasoning behind each bound, its failure probability and the references are in the
+manual, "Why the certificate holds" (``docs/guide/certificates.md``).
 
-*Two ways to find ``d``.*
-
-* :func:`power_certificate` (``check_passes`` passes; where the source has ``sketch``
-  each pass is one call that multiplies both sides, ``G [V, X]`` and ``G^T [U, Y]``, else
-  the passes alternate): block power iteration on ``D`` from ``b`` Gaussian starts per side
-  (``rank + CERT_EXTRA`` in :func:`certify` where ``||G||_F`` is known, else none) and on
-  the probe chains (``CHAIN_PROBES`` Gaussian starts per chain, see below), fused with the
-  inflation bounds (the same products carry ``G V`` and ``G^T U``). Each chain column's
-  ratio ``||D x|| / ||x||`` is the power method's estimate from that start, so the same
-  failure probability holds with ``b`` the chain's width and ``p`` its products. Failure
-  probability: let ``D`` have a
-  singular value ``t`` above the threshold ``theta = (1 + MISS_SLACK) s_r``. After ``p``
-  products the estimate is the power method's Rayleigh quotient of ``D^T D`` (or ``D D^T``)
-  from each start, and by Kuczynski & Wozniakowski (1992, Thm. 3.1, in the form
-  ``0.824 sqrt(n) (1 - eps)^(p / 2)`` with ``1 - eps = (theta / t)^2``) one Gaussian start
-  stays below ``theta`` with probability at most ``0.824 sqrt(n) (theta / t)^p`` (``n`` the
-  dimension of the start space). The block holds every start's iterate, so all ``b`` fail
-  together with probability at most ``min(1, 0.824 sqrt(n) (theta / t)^p)^b``
-  (:func:`power_miss_probability`). With one product this certifies only directions far
-  above ``s_r`` (``t / theta >~ 2 sqrt(n)`` for 1% at ``b = 5``); every further product
-  divides the bound by ``t / theta``.
-* :func:`sampled_certificate` (a budget of entries, no pass): ``n_c`` random columns of the
-  left residual ``(I - U U^T) G[:, J_s]`` and ``n_r`` random rows of the right residual
-  ``G[I_s, :] (I - V V^T)``. Each is a column (row) submatrix of ``(I - U U^T) G``
-  (``G (I - V V^T)``), so its top singular value is a lower bound on that operator's norm,
-  which for the exact answer is ``sigma_{r+1}(G)``: the same test, no false alarm on an
-  exact answer. A missed cluster holding a fraction ``w`` of the rows whose rows each carry
-  more than ``theta`` outside ``span(V)`` is caught unless every sampled row misses it:
-  probability at least ``1 - (1 - w)^{n_r}`` (sampling without replacement does better),
-  and likewise for columns (:func:`catch_probability`). The same rows and columns give an
-  unbiased estimate of ``||G - U S V^T||_F^2`` (``N / n_r`` times the sampled rows' share,
-  ``M / n_c`` the columns'; their mean is reported, with its standard error).
-
-*The subspace and the values* (:func:`triplet_bounds`, once a pass multiplied both ``G V``
-and ``G^T U``). In the answer's bases ``G = [[M, F], [E, D]]`` with ``M = U^T G V``, ``E =
-U_perp^T G V`` and ``F = U^T G V_perp``; ``||E||``, ``||F||`` are measured exactly (the
-residuals ``(I - U U^T) G V`` and ``U^T G (I - V V^T)``). Wedin's sin-theta theorem applied
-to ``G`` against ``G - [[0, F], [E, 0]]``, whose top-r singular subspaces are ``span(U)``,
-``span(V)`` when ``sigma_min(M) >= ||D||``, gives ``max(sin theta_U, sin theta_V) <=
-max(||E||, ||F||) / (sigma_r(G) - ||D||)``, and ``sigma_r(G) >= max(sigma_r(M), l_r)``
-(interlacing); Davis & Kahan's theorem on ``G G^T`` and ``G^T G`` gives a second bound,
-far smaller where the residual sits on the small values; Weyl's inequality bounds every
-value. A third bound weighs the residual by ``M^-1`` (:func:`_tangent_bounds`): exactly
-``tan theta_U = ||(E + D T_V)(M + F T_V)^-1||`` with ``||T_V|| = tan theta_V``, so ``tan
-theta_U <= (||E M^-1|| + ||D|| tan theta_V / sigma_r(M)) / (1 - ||F|| tan theta_V /
-sigma_r(M))`` and likewise for ``V``, iterated from the other bounds; on Nystrom answers it
-reads within 5% of the true angle where Wedin's read 1.5-3x. What the products cannot
-give directly is an upper bound on ``||D||``; the smallest
-of two valid ones is used, and ``info["certificate"]`` names it (``upper_kind``) with its
-failure probability (``upper_failure``):
-
-* ``"power_probes"`` (:func:`power_probe_bound`, issue 32): a standard Gaussian block ``W``
-  of ``t = CHAIN_PROBES`` (20) columns, multiplied ``j`` times alternately by ``D`` and
-  ``D^T`` without orthonormalisation (a chain: ``W_1 = D W``, ``W_2 = D^T D W``, ...). For
-  the top singular vector ``v`` of ``D`` on the start's side, ``||W_j e_i|| >= ||D||^j
-  |v^T w_i|`` and ``||W_j||_2 >= ||D||^j ||v^T W||_2``; ``v^T W`` is a standard Gaussian
-  vector in ``R^t`` (``W`` is drawn independently of ``D``), so ``P(||v^T W||_2 < c) =
-  F_chi2(c^2; t)`` and ``P(max_i |v^T w_i| < c') = erf(c' / sqrt 2)^t`` exactly (the
-  rank-one ``D`` attains them). Hence, for every ``j`` at once, ``||D|| <= (||W_j||_2 /
-  c)^(1/j)`` and ``<= (max_i ||W_j e_i|| / c')^(1/j)``, failing with probability at most
-  ``PROBE_FAILURE`` (1e-6) in all (half each; two chains, from both sides, share it). The
-  constant (``1 / c' = 1.48`` at ``t = 20`` and 1e-6, the issue's ``f``; 1.54 at the 5e-7
-  each kind gets) and the stable-rank inflation sit under the ``j``-th root: on the
-  issue-32 cluster problem 2.1x the true
-  ``||D||`` at ``j = 2``, 1.6x at ``j = 3``, 1.4x at ``j = 4``. ``rsvd`` and
-  ``block_krylov`` draw ``W`` in their last pass (``G^T [Q, W]``; :func:`fused_probes`),
-  so the chain starts one product ahead at the price of ``t`` columns: one check pass
-  gives ``j = 2``.
-* ``"frobenius"`` (deterministic, where ``||G||_F`` is known): for an orthonormal block
-  ``X`` orthogonal to ``V`` whose product was taken (the last power iterate, or a chain's
-  orthonormal basis), ``||D||_2^2 <= ||D X||_2^2 + ||D (I - X X^T)||_2^2`` and ``||D (I - X
-  X^T)||_2^2 <= ||D||_F^2 - ||D X||_F^2`` with ``||D||_F^2 = ||G||_F^2 - ||G^T U||_F^2 -
-  ||E||_F^2`` exactly (plus a rounding slack). Tight once ``X`` holds ``D``'s top
-  directions (one power step with ``rank + 15`` orthonormal starts does it on fast-decaying
-  spectra); the block runs only where ``||G||_F`` is known.
-
-A gap ``max(sigma_r(M), l_r) - ||D||`` that is not positive leaves the subspace unknown:
-unreliable. This is what catches an answer that is wrong on a clustered spectrum (``s_r ~
-s_{r+1}``) without missing any direction, and what makes such an answer unreliable even
-when it is right: the top-r subspace of a cluster is not determined by a few passes.
-
-Every quantity that cannot be computed (a non-finite residual, an empty sample) makes the
-answer unreliable: a check that cannot run never vouches for it.
-
-References
-----------
-J. Kuczynski, H. Wozniakowski, "Estimating the largest eigenvalue by the power and Lanczos
-algorithms with a random start", SIAM J. Matrix Anal. Appl. 13(4), 1992.
-N. Halko, P.-G. Martinsson, J. A. Tropp, "Finding structure with randomness", SIAM Review
-53(2), 2011 (Sec. 4.3, the a-posteriori error estimate from Gaussian probes; Lemma 4.1, the
-anticoncentration argument that :func:`power_probe_bound` raises to powers of ``D``).
-P.-A. Wedin, "Perturbation bounds in connection with singular value decomposition", BIT 12,
-1972 (G. W. Stewart, J.-G. Sun, "Matrix Perturbation Theory", 1990, Thm. V.4.4).
-C. Davis, W. M. Kahan, "The rotation of eigenvectors by a perturbation. III", SIAM J.
-Numer. Anal. 7(1), 1970 (the sin-theta theorem).
+>>> import numpy as np, solvers
+>>> rng = np.random.default_rng(0)
+>>> Q1, Q2 = (np.linalg.qr(rng.normal(size=(n, 40)))[0] for n in (60, 50))
+>>> G = (Q1 * 0.5 ** np.arange(40)) @ Q2.T
+>>> res = solvers.svd(G, 5, method="rsvd", random_state=0)
+>>> cert = res.info["certificate"]
+>>> res.info["reliable"], cert["upper_kind"], cert["sin_theta_bound"] < 1e-12
+(True, 'split_probes', True)
 """
 
 from __future__ import annotations

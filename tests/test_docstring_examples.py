@@ -7,9 +7,15 @@ import doctest
 
 import pytest
 
+import solvers._certificate
+import solvers.registry
 from ksvd_bench.driver import solve_to_tolerance
 
-DOCSTRINGS = {"solve_to_tolerance": solve_to_tolerance}
+DOCSTRINGS = {
+    "solve_to_tolerance": solve_to_tolerance,
+    "solvers._certificate": solvers._certificate,
+    "solvers.registry": solvers.registry,
+}
 
 
 @pytest.mark.parametrize("name", sorted(DOCSTRINGS))
