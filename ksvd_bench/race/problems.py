@@ -240,7 +240,7 @@ class Problem:
         Parameters
         ----------
         structured : bool or "auto", default=False
-            Passed to ``KernelSource``. ``False`` evaluates only the blocks a solver asks for,
+            Passed to ``kernel_source``. ``False`` evaluates only the blocks a solver asks for,
             which is what the Nystrom methods' end-to-end time should charge.
 
         Returns
@@ -250,7 +250,7 @@ class Problem:
             (uncentred; it has ``joint_psd()``); for ``synthetic`` (no data) the dense matrix
             wrapped by ``solvers.as_source``.
         """
-        from ksvd_bench.kernels import KernelSource
+        from ksvd_bench.kernels import KernelSource, kernel_source
 
         if self.points is not None:
             X, Z = self.points
@@ -265,7 +265,7 @@ class Problem:
             return as_source(self.G)
 
         p = self.params
-        return KernelSource(
+        return kernel_source(
             self.A,
             self.kernel,
             gamma=self.gamma,
