@@ -105,14 +105,14 @@ def _warm_up_routes():
 
 
 def _warm_up_routes_now():
-    from ksvd_bench.kernels import KernelSource
+    from ksvd_bench.kernels import kernel_source
     from ksvd_bench.race.problems import problem_data
 
     warm_up_structured()
     warm_up_solvers(["asym_nystrom", "asym_nystrom_norm", "tsvd"])
     # Compile the lazy source's kernels on a small slice (same dtype and layout).
     A = problem_data("pubmed")[:300, :300].tocsr()
-    KernelSource(A, "sne", gamma=1.0, compat=None, center=True, structured=False).rows([0, 1])
+    kernel_source(A, "sne", gamma=1.0, compat=None, center=True, structured=False).rows([0, 1])
 
 
 def _run_route(route):

@@ -189,11 +189,11 @@ def pubmed_structured():
 
 def pubmed_lazy():
     """PubMed's centred SNE kernel as a lazy block source (no structure used, nothing N x N)."""
-    from ksvd_bench.kernels import KernelSource, paper_gamma
+    from ksvd_bench.kernels import kernel_source, paper_gamma
     from ksvd_bench.race.problems import problem_data
 
     A = problem_data("pubmed")
-    return KernelSource(
+    return kernel_source(
         A, "sne", gamma=paper_gamma(A, 0.5), compat=None, center=True, structured=False
     )
 

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import solvers
-from ksvd_bench.kernels import KernelSource, compat_maps, kernel_matrix
+from ksvd_bench.kernels import compat_maps, kernel_matrix, kernel_source
 from ksvd_bench.kernels.params import (
     COMPATS,
     KERNELS,
@@ -303,7 +303,7 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             degree=self.degree,
             coef0=self.coef0,
         )
-        source = KernelSource(A, center=bool(self.center), **common)
+        source = kernel_source(A, center=bool(self.center), **common)
         options = dict(self.solver_options or {})
         if self.solver == "tsvd" and r >= min(n_rows, n_cols) and "backend" not in options:
             result = _all_triplets(source, r)
@@ -316,7 +316,7 @@ class KSVD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.row_map_ = maps.row_map
         self.column_data_ = maps.Z
         if self.center:
-            raw = KernelSource(A, center=False, **common)
+            raw = kernel_source(A, center=False, **common)
             col_sums = np.asarray(raw.rmatmat(np.ones((n_rows, 1), dtype=raw.dtype))).ravel()
             self.column_means_ = col_sums / n_rows
             self.grand_mean_ = float(self.column_means_.mean())

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from ksvd_bench.cli import main
 from ksvd_bench.datasets import DatasetError
 from ksvd_bench.datasets._files import read_user_matrix
-from ksvd_bench.kernels import KernelSource, paper_gamma
+from ksvd_bench.kernels import kernel_source, paper_gamma
 from ksvd_bench.kernels.matrix import check_data
 from ksvd_bench.kernels.sparse_structure import sparse_structure_problems
 from ksvd_bench.race.problems import problem_from_file
@@ -253,7 +253,7 @@ def test_check_data_refuses_a_broken_sparse_matrix(case):
     with pytest.raises(ValueError, match=f"X is a malformed .*{defect}"):
         check_data(X, "X")
     with pytest.raises(ValueError, match=defect):
-        KernelSource(X, "sne", gamma=1.0)
+        kernel_source(X, "sne", gamma=1.0)
     with pytest.raises(ValueError, match=defect):
         paper_gamma(X)
 

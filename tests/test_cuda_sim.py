@@ -120,7 +120,7 @@ else:
         _lock_simulated_shared_arrays()
 
     import solvers
-    from ksvd_bench.kernels import KernelSource, ksvd_kernel
+    from ksvd_bench.kernels import KernelSource, kernel_source, ksvd_kernel
     from ksvd_bench.kernels.backends import cuda as cuda_backend
 
     KERNELS = ("sne", "rbf", "t", "linear", "poly", "softmax")
@@ -263,10 +263,10 @@ else:
 
     @pytest.mark.parametrize("dtype", DTYPES)
     def test_data_matrix_form(dtype):
-        """``KernelSource(A, ..., device="cuda")`` (compat map, paper gamma) equals the CPU."""
+        """``kernel_source(A, ..., device="cuda")`` (compat map, paper gamma) equals the CPU."""
         A = np.abs(np.random.default_rng(6).normal(size=(13, 9)))
-        cpu = KernelSource(A, "sne", dtype=dtype)
-        gpu = KernelSource(A, "sne", dtype=dtype, device="cuda")
+        cpu = kernel_source(A, "sne", dtype=dtype)
+        gpu = kernel_source(A, "sne", dtype=dtype, device="cuda")
         _protocol(cpu, gpu, dtype)
         _close(gpu.dense(), ksvd_kernel(A, "sne", dtype=dtype), dtype)
 
@@ -363,4 +363,4 @@ else:
         # the structured (sparse graph) source stays on the CPU
         A = sp.random(8, 8, density=0.4, format="csr", random_state=1)
         with pytest.raises(ValueError, match="device='cpu'"):
-            KernelSource(A, "sne", structured=True, device="cuda")
+            kernel_source(A, "sne", structured=True, device="cuda")

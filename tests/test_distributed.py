@@ -17,7 +17,7 @@ import pytest
 import scipy.sparse as sp
 
 import solvers
-from ksvd_bench.kernels import KernelSource
+from ksvd_bench.kernels import KernelSource, kernel_source
 from ksvd_bench.kernels.backends.dask import MAX_BLOCKS, MIN_BLOCKS, default_n_blocks
 from ksvd_bench.kernels.distributed import DistributedKernelSource, connect, row_blocks
 
@@ -138,14 +138,14 @@ def test_from_points_float32_and_sparse(client, dtype, sparse):
 def test_kernel_source_of_data_matrix(client):
     A = np.random.default_rng(4).normal(size=(60, 40))
     kw = dict(compat="pinv", center=True, structured=False, chunk_bytes=CHUNK)
-    local = KernelSource(A, "t", **kw)
-    dist = KernelSource(A, "t", client=client, **kw)
+    local = kernel_source(A, "t", **kw)
+    dist = kernel_source(A, "t", client=client, **kw)
     assert isinstance(dist, DistributedKernelSource) and dist.compat == "pinv"
     _close(local.dense(), dist.dense())
     dist.close()
     # the structured graph source stays in process (not worth distributing, see the docs)
     G = sp.random(50, 50, density=0.1, random_state=0, format="csr")
-    S = KernelSource(G, "sne", client=client)
+    S = kernel_source(G, "sne", client=client)
     assert type(S).__name__ == "StructuredKernelSource"
 
 
@@ -180,7 +180,7 @@ def test_bad_arguments(client):
     with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):
         KernelSource.from_points(X, Z, "sne", gamma=1.0, client="tcp://127.0.0.1:8786")
     with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):
-        KernelSource(X, "sne", client=object())
+        kernel_source(X, "sne", client=object())
     local = KernelSource._from_arrays(X, Z, "sne", gamma=1.0, setup=False)
     with pytest.raises(ValueError, match="n_blocks"):
         DistributedKernelSource(local, client, n_blocks=0)

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksvd_bench.kernels import KERNELS, KernelSource, compat_data, kernel_matrix
+from ksvd_bench.kernels import KERNELS, KernelSource, compat_data, kernel_matrix, kernel_source
 
 # 300 x 140 with the default tiles (256 x 64 for M = 140): 2 row tiles and 3 column tiles,
 # neither dividing the shape
@@ -131,7 +131,7 @@ def test_passes_same_bits_with_1_and_2_threads(layout, with_numba_threads):
 _CHILD = """
 import hashlib, sys
 import numpy as np
-from ksvd_bench.kernels import KernelSource, kernel_matrix
+from ksvd_bench.kernels import KernelSource, kernel_source, kernel_matrix
 from ksvd_bench.kernels.backends import cpu as F
 
 rng = np.random.default_rng(3)
@@ -153,7 +153,7 @@ for kernel in ("sne", "t"):
     out += [S._shift, S._scale, S._rmean, S._cmean, np.array([S._gmean, S._sumsq]),
             np.array([S.norm_bound()]), S.matmat(V), S.rmatmat(U), *S.sketch(V, U)]
 A = np.abs(rng.normal(size=(300, 300)))
-S = KernelSource(A, "sne", center=True, structured=False)
+S = kernel_source(A, "sne", center=True, structured=False)
 out += [S._rmean, S._cmean, S.matmat(rng.normal(size=(300, 2)))]
 out.append(kernel_matrix(X, Z, "linear"))  # X @ Z.T, once numpy's threaded GEMM
 print(hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in out)).hexdigest())
@@ -201,7 +201,7 @@ def test_norm_bound_is_an_upper_bound(kernel, center):
 
 def test_ksvd_source_builds_on_the_points_machinery():
     A = np.random.default_rng(7).standard_normal((40, 55))
-    S1 = KernelSource(A, "sne", compat="pinv", center=True)
+    S1 = kernel_source(A, "sne", compat="pinv", center=True)
     X, Z = compat_data(A, "pinv")
     S2 = KernelSource.from_points(X, Z, "sne", gamma=S1.gamma, center=True)
     V = np.random.default_rng(8).standard_normal((55, 3))
@@ -219,10 +219,10 @@ def test_row_range_hooks_reproduce_the_in_process_passes():
     bounds = [0, 70, 71, 150, 203]  # uneven ranges, one of a single row
     ranges = list(zip(bounds[:-1], bounds[1:], strict=True))
     remote = pickle.loads(pickle.dumps(S))  # what a worker receives
-    S._finish_setup([remote._setup_rows(a, b) for a, b in ranges])
+    S.finish_setup([remote.setup_rows(a, b) for a, b in ranges])
     rng = np.random.default_rng(0)
     V, Wv = rng.standard_normal((97, 3)), rng.standard_normal((203, 2))
-    parts = [S._pass_rows(a, b, V, Wv[a:b]) for a, b in ranges]
+    parts = [S.pass_rows(a, b, V, Wv[a:b]) for a, b in ranges]
     Y = np.vstack([p[0] for p in parts])
     W = sum(p[1] for p in parts)
     Yr, Wr = ref.sketch(V, Wv)
@@ -230,13 +230,13 @@ def test_row_range_hooks_reproduce_the_in_process_passes():
     np.testing.assert_allclose(W, Wr, rtol=0, atol=1e-14)
     np.testing.assert_allclose(S.norm_bound(), ref.norm_bound(), rtol=1e-12)
     c = np.array([3, 0, 96])
-    np.testing.assert_allclose(S._block_rows(70, 150, c), ref.cols(c)[70:150], atol=1e-15)
-    assert S._pass_rows(5, 9, None, None) == (None, None)
-    assert S._pass_rows(5, 9, V)[1] is None
+    np.testing.assert_allclose(S.block_rows(70, 150, c), ref.cols(c)[70:150], atol=1e-15)
+    assert S.pass_rows(5, 9, None, None) == (None, None)
+    assert S.pass_rows(5, 9, V)[1] is None
     with pytest.raises(ValueError, match="tile"):
-        S._finish_setup([remote._setup_rows(0, 70), remote._setup_rows(71, 203)])
+        S.finish_setup([remote.setup_rows(0, 70), remote.setup_rows(71, 203)])
     with pytest.raises(ValueError, match="row range"):
-        S._pass_rows(10, 5, V)
+        S.pass_rows(10, 5, V)
 
 
 def test_pickle_round_trip_gives_the_same_bits():
@@ -266,7 +266,7 @@ def test_overflowing_poly_and_linear_are_refused_at_construction():
         with pytest.raises(ValueError, match=r"kernel 'poly' may overflow.*lower degree="):
             KernelSource.from_points(X, Z, "poly", degree=degree)
         with pytest.raises(ValueError, match=r"kernel 'poly' may overflow"):
-            KernelSource(
+            kernel_source(
                 np.random.default_rng(1).standard_normal((30, 30)),
                 "poly",
                 degree=degree,
@@ -369,7 +369,7 @@ def test_device_cpu_is_the_default_backend():
     X, Z = _points("dense", seed=11, n=40, m=30)
     S = KernelSource.from_points(X, Z, "sne", center=True, **KW)
     C = KernelSource.from_points(X, Z, "sne", center=True, device="cpu", **KW)
-    A = KernelSource(X, "rbf", compat="pinv", device="cpu")
+    A = kernel_source(X, "rbf", compat="pinv", device="cpu")
     assert S.device == C.device == A.device == "cpu"
     assert C._backend.name == "cpu" and C._backend.tiles == (C.chunk_rows, C.chunk_cols)
     V = np.random.default_rng(0).standard_normal((30, 2))
@@ -378,9 +378,9 @@ def test_device_cpu_is_the_default_backend():
         with pytest.raises(ValueError, match="device must be one of"):
             KernelSource.from_points(X, Z, "sne", device=bad, **KW)
         with pytest.raises(ValueError, match="device must be one of"):
-            KernelSource(X, "sne", device=bad)
+            kernel_source(X, "sne", device=bad)
     with pytest.raises(ValueError, match="structured=True runs in process on the CPU"):
-        KernelSource(
+        kernel_source(
             sp.random(20, 20, density=0.2, random_state=0, format="csr"),
             "sne",
             structured=True,
@@ -467,7 +467,7 @@ def test_later_writes_to_the_points_leave_the_source_unchanged(kernel, sparse):
     np.testing.assert_array_equal(S.dense(), before)
     np.testing.assert_allclose(S.matmat(np.ones(20)), before.sum(axis=1), atol=1e-12)
     A = np.random.default_rng(17).standard_normal((25, 25))
-    T = KernelSource(A, kernel, compat=None, structured=False, center=True)
+    T = kernel_source(A, kernel, compat=None, structured=False, center=True)
     before = T.dense()
     A[0, :] = 50.0
     np.testing.assert_array_equal(T.dense(), before)
@@ -481,7 +481,7 @@ def test_masked_points_are_refused():
     with pytest.raises(TypeError, match=r"Z is a masked array"):
         KernelSource.from_points(np.ones((4, 3)), X, "rbf", gamma=1.0)
     with pytest.raises(TypeError, match=r"A is a masked array"):
-        KernelSource(X, "rbf", gamma=1.0)
+        kernel_source(X, "rbf", gamma=1.0)
     with pytest.raises(TypeError, match=r"X is a masked array"):
         kernel_matrix(X, X, "rbf", gamma=1.0)
     # no masked entry: the plain data

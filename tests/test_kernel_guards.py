@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ksvd_bench.kernels import KernelSource, kernel_matrix
+from ksvd_bench.kernels import KernelSource, kernel_matrix, kernel_source
 from ksvd_bench.kernels import leaves as nb
 from ksvd_bench.kernels.structured import StructuredKernelSource
 
@@ -172,7 +172,7 @@ def sources():
     A = sp.random(10, 10, density=0.3, random_state=0, format="csr")
     return [
         StructuredKernelSource(A, "sne", gamma=1.0, dtype=np.float32),
-        KernelSource(A, "sne", gamma=1.0, structured=False, dtype=np.float32),
+        kernel_source(A, "sne", gamma=1.0, structured=False, dtype=np.float32),
     ]
 
 

@@ -1,5 +1,7 @@
 """KernelSource: a lazy view of ksvd_kernel's matrix, through the solvers' source protocol."""
 
+import pickle
+
 import numba
 import numpy as np
 import pytest
@@ -7,7 +9,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksvd_bench.kernels import KERNELS, KernelSource, ksvd_kernel
+from ksvd_bench.kernels import KERNELS, KernelSource, kernel_source, ksvd_kernel
 from solvers import as_source
 from solvers._source import source_to_dense
 
@@ -41,7 +43,7 @@ def test_blocks_equal_full_matrix(kernel, shape, compat, sparse, center):
     kw = dict(compat=compat, center=center, random_state=5, degree=3, coef0=0.5)
     G = ksvd_kernel(A, kernel, **kw)
     # a tiny chunk budget forces several streamed chunks in the set-up pass and products
-    S = KernelSource(A, kernel, structured=False, chunk_bytes=3 * 16 * shape[1], **kw)
+    S = kernel_source(A, kernel, structured=False, chunk_bytes=3 * 16 * shape[1], **kw)
     assert S.chunk_rows == 3
     assert S.shape == G.shape and S.dtype == G.dtype
     tol = 1e-12 * max(1.0, np.abs(G).max())  # linear/poly values are not bounded by 1
@@ -73,7 +75,7 @@ def test_blocks_equal_full_matrix_hypothesis(n, m, sparse, seed, kernel):
         return
     compat = None if n == m else "pinv"
     G = ksvd_kernel(A, kernel, compat=compat)
-    S = KernelSource(A, kernel, compat=compat, structured=False, chunk_bytes=16 * m)
+    S = kernel_source(A, kernel, compat=compat, structured=False, chunk_bytes=16 * m)
     r = np.arange(n)[::-1]
     np.testing.assert_allclose(S.block(r, np.arange(m)), G[r], rtol=0, atol=1e-12)
     np.testing.assert_allclose(G.mean(axis=0), 0.0, atol=1e-13)
@@ -83,14 +85,14 @@ def test_blocks_equal_full_matrix_hypothesis(n, m, sparse, seed, kernel):
 def test_float32_source():
     A = _data((10, 13), False, 1).astype(np.float32)
     G = ksvd_kernel(A, "sne")
-    S = KernelSource(A, "sne")
+    S = kernel_source(A, "sne")
     assert G.dtype == np.float32 and S.dtype == np.float32
     np.testing.assert_allclose(S.dense(), G, atol=1e-6)
 
 
 def test_protocol_counters_and_solvers_adapter():
     A = _data((11, 7), False, 2)
-    S = KernelSource(A, "t", compat="pca")
+    S = kernel_source(A, "t", compat="pca")
     assert as_source(S) is S
     np.testing.assert_allclose(source_to_dense(S), ksvd_kernel(A, "t", compat="pca"), atol=1e-12)
     S.n_entries = 0
@@ -108,7 +110,7 @@ def test_protocol_counters_and_solvers_adapter():
 
 def test_bad_input():
     A = _data((6, 6), False, 3)
-    S = KernelSource(A, "sne")
+    S = kernel_source(A, "sne")
     with pytest.raises(IndexError, match="row indices"):
         S.rows([6])
     with pytest.raises(TypeError, match="column indices"):
@@ -116,39 +118,39 @@ def test_bad_input():
     with pytest.raises(ValueError, match="X must have 6 rows"):
         S.matmat(np.ones((5, 2)))
     with pytest.raises(ValueError, match="structured"):
-        KernelSource(A, structured="yes")
+        kernel_source(A, structured="yes")
     with pytest.raises(ValueError, match="structured=True"):
-        KernelSource(A, "sne", structured=True)  # dense A: no structured source
+        kernel_source(A, "sne", structured=True)  # dense A: no structured source
     with pytest.raises(ValueError, match="chunk_bytes"):
-        KernelSource(A, chunk_bytes=0)
+        kernel_source(A, chunk_bytes=0)
     with pytest.raises(ValueError, match="A contains NaN"):
-        KernelSource(np.full((3, 3), np.nan))
+        kernel_source(np.full((3, 3), np.nan))
     with pytest.raises(ValueError, match="compat"):
-        KernelSource(np.ones((3, 4)), compat=None)
+        kernel_source(np.ones((3, 4)), compat=None)
     with pytest.raises(ValueError, match="gamma"):
-        KernelSource(A, gamma=0.0)
+        kernel_source(A, gamma=0.0)
     with pytest.raises(ValueError, match="kernel"):
-        KernelSource(A, "laplace")
+        kernel_source(A, "laplace")
 
 
 def test_structured_dispatch():
     A = _data((20, 20), True, 4)
-    S = KernelSource(A, "sne", structured="auto")
+    S = kernel_source(A, "sne", structured="auto")
     try:
         from ksvd_bench.kernels.structured import StructuredKernelSource
     except ImportError:
         assert type(S) is KernelSource  # module not there yet: "auto" falls back
         with pytest.raises(ImportError, match="structured"):
-            KernelSource(A, "sne", structured=True)
+            kernel_source(A, "sne", structured=True)
     else:
         assert isinstance(S, StructuredKernelSource)
         G = ksvd_kernel(A, "sne")
         np.testing.assert_allclose(source_to_dense(S), G, atol=1e-12)
     # never delegated: structured=False, a compat map, a dense A or a non-exp kernel
-    assert type(KernelSource(A, "sne", structured=False)) is KernelSource
-    assert type(KernelSource(A, "t")) is KernelSource
-    assert type(KernelSource(A.toarray(), "sne")) is KernelSource
-    assert type(KernelSource(A, "sne", compat="pinv")) is KernelSource
+    assert type(kernel_source(A, "sne", structured=False)) is KernelSource
+    assert type(kernel_source(A, "t")) is KernelSource
+    assert type(kernel_source(A.toarray(), "sne")) is KernelSource
+    assert type(kernel_source(A, "sne", compat="pinv")) is KernelSource
 
 
 @pytest.mark.numba_threads(2)  # fewer here: runs in a subprocess with 2
@@ -160,7 +162,7 @@ def test_same_result_with_1_and_2_threads(kernel):
     try:
         for k in (1, 2):
             numba.set_num_threads(k)
-            S = KernelSource(A, kernel, compat="random", random_state=0)
+            S = kernel_source(A, kernel, compat="random", random_state=0)
             out.append(
                 (S.block(np.arange(0, 300, 7), np.arange(0, 260, 3)), S.matmat(np.ones((260, 2))))
             )
@@ -168,3 +170,81 @@ def test_same_result_with_1_and_2_threads(kernel):
         numba.set_num_threads(old)
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def test_kernel_source_class_always_builds_itself():
+    """``KernelSource(A)`` is a KernelSource even where ``kernel_source`` picks the structured
+    source (issue 34: no ``__new__`` dispatch); both give the same G; it pickles."""
+    A = _data((20, 20), True, 4)
+    S = KernelSource(A, "sne")
+    assert isinstance(S, KernelSource) and type(S) is KernelSource
+    F = kernel_source(A, "sne")
+    assert type(F).__name__ == "StructuredKernelSource"
+    G = ksvd_kernel(A, "sne")
+    np.testing.assert_allclose(S.dense(), G, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(source_to_dense(F), G, rtol=0, atol=1e-12)
+    V = np.random.default_rng(0).normal(size=(20, 3))
+    R = pickle.loads(pickle.dumps(S))
+    assert type(R) is KernelSource and R.is_set_up()
+    np.testing.assert_array_equal(R.matmat(V), S.matmat(V))
+    # the factory's parameters are refused by the class, naming the factory
+    with pytest.raises(TypeError, match=r"kernel_source\(A, \.\.\., structured="):
+        KernelSource(A, "sne", structured=True)
+    with pytest.raises(TypeError, match=r"kernel_source\(A, \.\.\., client="):
+        KernelSource(A, "sne", client=object())
+
+
+def test_backends_implement_their_protocols():
+    """Each device backend implements every hook of ``Backend`` with its signature; the
+    source implements every member of ``RowSource``; the Dask backend calls no private
+    member of the source it drives."""
+    import ast
+    import inspect
+    import pathlib
+
+    from ksvd_bench.kernels.backends import base
+    from ksvd_bench.kernels.backends.cpu import CpuBackend
+
+    hooks = sorted(base.Backend.__abstractmethods__)
+    assert hooks == ["block", "products", "setup_rows"]
+    here = pathlib.Path(base.__file__).parent
+
+    def methods(path, cls):  # {name: parameter names} of a class, read without importing it
+        tree = ast.parse((here / path).read_text())
+        (node,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+        return {
+            f.name: [a.arg for a in f.args.args]
+            for f in node.body
+            if isinstance(f, ast.FunctionDef)
+        }
+
+    for path, cls in (("cpu.py", "CpuBackend"), ("cuda.py", "CudaBackend")):
+        own = methods(path, cls)
+        for hook in hooks:
+            want = list(inspect.signature(getattr(base.Backend, hook)).parameters)
+            assert own.get(hook) == want, (cls, hook, own.get(hook), want)
+    assert not CpuBackend.__abstractmethods__
+    members = [
+        name
+        for name, value in vars(base.RowSource).items()
+        if callable(value) and not name.startswith("_")
+    ]
+    assert len(members) == 11
+    for name in members:
+        want = inspect.signature(getattr(base.RowSource, name))
+        assert inspect.signature(getattr(KernelSource, name)) == want, name
+    assert issubclass(KernelSource, base.RowSource)
+    assert isinstance(KernelSource(_data((5, 4), False, 0), "rbf"), base.RowSource)
+    assert not isinstance(kernel_source(_data((20, 20), True, 4), "sne"), base.RowSource)
+    # dask.py reaches the source through the protocol only: no `obj._name` on a source
+    # (``source._points``/``_state`` are a DistributedKernelSource's own futures there)
+    tree = ast.parse((here / "dask.py").read_text())
+    private = {
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and ast.unparse(node.value) in ("source", "points", "src", "self.local", "local")
+    }
+    assert private == {"source._points", "source._state"}, private

@@ -518,9 +518,9 @@ def test_sparse_graph_kernel_gets_no_silent_overestimate():
     here (N = 5000, 40 samples) it is ~1e13 times too large. Both cores are flagged.
     """
     from ksvd_bench.datasets.synthetic import make_directed_graph
-    from ksvd_bench.kernels import KernelSource
+    from ksvd_bench.kernels import kernel_source
 
-    src = KernelSource(make_directed_graph(5000, random_state=0).adjacency, "sne")
+    src = kernel_source(make_directed_graph(5000, random_state=0).adjacency, "sne")
     exact = solvers.svd(src, 1, method="tsvd", random_state=0).s[0]
     for core in ("paper", "stable"):
         with warnings.catch_warnings(record=True) as record:

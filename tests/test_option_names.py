@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import solvers
-from ksvd_bench.kernels import KernelSource, kernel_matrix
+from ksvd_bench.kernels import KernelSource, kernel_matrix, kernel_source
 from ksvd_bench.kernels.backends import check_device
 from ksvd_bench.kernels.compat import resolve_compat
 from solvers._source import DenseSource
@@ -135,7 +135,7 @@ def test_kernel_device_setup_compat_any_case(points):
     assert check_device("Cuda") == "cuda"
     assert resolve_compat("PCA", (4, 3)) == "pca" and resolve_compat("AUTO", (3, 3)) is None
     A = np.random.default_rng(2).standard_normal((30, 30))
-    assert KernelSource(A, "T", gamma=1.0).kernel == "t"
+    assert kernel_source(A, "T", gamma=1.0).kernel == "t"
 
 
 @pytest.mark.parametrize(

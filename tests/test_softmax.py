@@ -9,7 +9,13 @@ import pytest
 import scipy.sparse as sp
 
 from ksvd_bench.estimators import KSVD
-from ksvd_bench.kernels import KernelSource, StructuredKernelSource, kernel_matrix, ksvd_kernel
+from ksvd_bench.kernels import (
+    KernelSource,
+    StructuredKernelSource,
+    kernel_matrix,
+    kernel_source,
+    ksvd_kernel,
+)
 from ksvd_bench.kernels.compat import compat_data
 
 #: float64 agreement with the numpy formula (the issue's 1e-12)
@@ -63,7 +69,7 @@ def test_default_temperature_is_sqrt_d():
 
 
 def test_ksvd_kernel_default_temperature_through_compat():
-    """``KernelSource(A, "softmax")``: the temperature is ``factor * sqrt(d)``, ``d = min(N,
+    """``kernel_source(A, "softmax")``: the temperature is ``factor * sqrt(d)``, ``d = min(N,
     M)`` the dimension of the mapped points."""
     A = np.random.default_rng(2).standard_normal((30, 12))
     X, Z = compat_data(A, "pca")
@@ -72,7 +78,7 @@ def test_ksvd_kernel_default_temperature_through_compat():
         g = factor * np.sqrt(12)
         G = ksvd_kernel(A, "softmax", compat="pca", center=False, bandwidth_factor=factor)
         _close(G, formula(X, Z, g))
-        S = KernelSource(A, "softmax", compat="pca", bandwidth_factor=factor)
+        S = kernel_source(A, "softmax", compat="pca", bandwidth_factor=factor)
         assert S.gamma == pytest.approx(g, rel=1e-15)
         _close(S.dense(), centred(formula(X, Z, g)))
 
@@ -228,10 +234,10 @@ def test_structured_source_refuses_softmax_and_says_why():
     A = sp.random(40, 40, density=0.1, random_state=0, format="csr")
     why = r"structured source needs kernel 'sne' or 'rbf', got 'softmax'.*exp\(x.z / gamma\)"
     with pytest.raises(ValueError, match=why):
-        KernelSource(A, "softmax", structured=True)
+        kernel_source(A, "softmax", structured=True)
     with pytest.raises(ValueError, match=why):
         StructuredKernelSource(A, "softmax", gamma=1.0)
-    S = KernelSource(A, "softmax", center=False)  # "auto": the general lazy source
+    S = kernel_source(A, "softmax", center=False)  # "auto": the general lazy source
     assert type(S) is KernelSource
     _close(S.dense(), formula(A, A.T.tocsr(), np.sqrt(40)))
 

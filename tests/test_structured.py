@@ -15,7 +15,7 @@ from threadpoolctl import threadpool_limits
 import solvers
 from ksvd_bench.datasets import load_graph, make_directed_graph
 from ksvd_bench.kernels import kernel_matrix, ksvd_kernel, paper_gamma
-from ksvd_bench.kernels.source import KernelSource
+from ksvd_bench.kernels.source import KernelSource, kernel_source
 from ksvd_bench.kernels.structured import (
     MAX_CONDITION,
     StructuredKernelSource,
@@ -150,11 +150,11 @@ def test_ill_conditioned_signed_data_raises():
         assert oracle_condition(A, "sne", 0.1) > 1e30
     assert supports_structure(A, "sne")  # the structure applies; its numbers do not
     # "auto" falls back to the general lazy source (exact), True re-raises.
-    S = KernelSource(A, "sne", gamma=0.1, compat=None, center=False)
+    S = kernel_source(A, "sne", gamma=0.1, compat=None, center=False)
     assert type(S) is KernelSource
     np.testing.assert_allclose(S.dense(), oracle(A, "sne", 0.1, False), rtol=0, atol=1e-14)
     with pytest.raises(StructureIllConditioned):
-        KernelSource(A, "sne", gamma=0.1, compat=None, center=False, structured=True)
+        kernel_source(A, "sne", gamma=0.1, compat=None, center=False, structured=True)
     # a wide bandwidth makes the same data well conditioned
     src = StructuredKernelSource(A, "sne", gamma=10.0, center=False)
     assert src.condition <= MAX_CONDITION
@@ -585,9 +585,9 @@ def test_reference_svd_uses_structured_svd(small_graph, center, tmp_path):
 
 def test_kernel_source_delegates_float32(small_graph):
     A32 = small_graph.astype(np.float32)
-    S = KernelSource(A32, "sne", gamma=0.7, compat=None)
+    S = kernel_source(A32, "sne", gamma=0.7, compat=None)
     assert isinstance(S, StructuredKernelSource) and S.dtype == np.float32
-    S64 = KernelSource(small_graph, "sne", gamma=0.7, compat=None, dtype=np.float32)
+    S64 = kernel_source(small_graph, "sne", gamma=0.7, compat=None, dtype=np.float32)
     assert isinstance(S64, StructuredKernelSource) and S64.dtype == np.float32
     ref = ksvd_kernel(small_graph, "sne", gamma=0.7, compat=None)
     np.testing.assert_allclose(S.dense(), ref, rtol=0, atol=1e-7)

@@ -15,7 +15,7 @@ import numpy as np
 
 import solvers
 from ksvd_bench.datasets import make_directed_graph
-from ksvd_bench.kernels import KernelSource
+from ksvd_bench.kernels import kernel_source
 
 
 def main():
@@ -25,7 +25,7 @@ def main():
     ap.add_argument("--rank", type=int, default=10)
     args = ap.parse_args()
     t = time.perf_counter()
-    src = KernelSource(make_directed_graph(args.n_nodes, random_state=0).adjacency, "sne")
+    src = kernel_source(make_directed_graph(args.n_nodes, random_state=0).adjacency, "sne")
     print(f"source {type(src).__name__}: {time.perf_counter() - t:.1f} s", flush=True)
     ex = solvers.svd(src, args.rank, method="tsvd", random_state=0)
     print(f"exact s[:3] = {ex.s[:3]}", flush=True)

@@ -49,7 +49,7 @@ import numpy as np
 import threadpoolctl
 
 import solvers
-from ksvd_bench.kernels import KernelSource
+from ksvd_bench.kernels import KernelSource, kernel_source
 from ksvd_bench.kernels.distributed import kernel_tiles, svd_compressed
 from ksvd_bench.metrics import subspace_error
 
@@ -244,7 +244,7 @@ def bench_structured(client, graph_n, k):
         f"synthetic {graph_n}": lambda: make_directed_graph(graph_n, random_state=0).adjacency,
     }
     for name, make in graphs.items():
-        S = KernelSource(make(), "sne")
+        S = kernel_source(make(), "sne")
         n = S.shape[0]
         X = np.random.default_rng(0).standard_normal((n, k))
         S.matmat(X)

@@ -29,7 +29,7 @@ Timings are medians over ``--repeats`` runs after one untimed warm-up (Numba JIT
 
 Two more sections (issue 11 item 2 and issue 9 target (a)), each run alone when asked for:
 
-* ``--exact-path``: the public path ``solvers.svd(KernelSource(A, "sne", gamma=g,
+* ``--exact-path``: the public path ``solvers.svd(kernel_source(A, "sne", gamma=g,
   center=False), 20, method="tsvd")`` on PubMed (the paper's gamma, factor 0.5), which takes
   the source's exact path (``StructuredKernelSource.exact_svd``), against the plain scipy
   baseline: a ``LinearOperator`` over the same structured form plus ``svds`` (tol=0). Both
@@ -65,7 +65,7 @@ from scipy.sparse.linalg import LinearOperator, svds
 
 import solvers
 from ksvd_bench.datasets import load_graph, make_directed_graph
-from ksvd_bench.kernels import KernelSource, ksvd_kernel, paper_gamma
+from ksvd_bench.kernels import kernel_source, ksvd_kernel, paper_gamma
 from ksvd_bench.kernels.structured import StructuredKernelSource, structured_svd
 from ksvd_bench.report import format_table, machine_info, write_json
 
@@ -160,7 +160,7 @@ def bench_exact_path(rank=20, repeats=5, seed=0):
     """Issue 11 item 2: the public tsvd path on PubMed (uncentred SNE) vs scipy + svds."""
     A = load_graph("pubmed").adjacency
     gamma = paper_gamma(A, FACTORS["pubmed"])
-    source = KernelSource(A, "sne", gamma=gamma, center=False)
+    source = kernel_source(A, "sne", gamma=gamma, center=False)
     op = scipy_sne_operator(A, gamma)
 
     def public():
@@ -207,7 +207,7 @@ def _warm_up_kernels(center):
     adds the parallel ones, which only large operators use.
     """
     A = make_directed_graph(2000, random_state=1).adjacency
-    src = KernelSource(A, "sne", center=center)
+    src = kernel_source(A, "sne", center=center)
     solvers.svd(src, 5, method="tsvd", random_state=0)
     src.compile_kernels()
 
@@ -220,7 +220,7 @@ def bench_scale(n, rank=20, center=True, baseline=False, seed=0):
     A = make_directed_graph(n, random_state=seed).adjacency
     row["graph_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    source = KernelSource(A, "sne", center=center)
+    source = kernel_source(A, "sne", center=center)
     row["build_s"] = time.perf_counter() - t0
     row["nnz"] = int(getattr(source, "nnz", 0))
     wall, cpu, res = _timed_pair(

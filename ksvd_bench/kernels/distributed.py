@@ -1,7 +1,7 @@
 """Kernel passes on a Dask cluster (the public name of :mod:`.backends.dask`).
 
 ``connect(address)`` gives a client; ``KernelSource.from_points(..., client=client)`` and
-``KernelSource(A, ..., client=client)`` give a :class:`DistributedKernelSource`.
+``kernel_source(A, ..., client=client)`` give a :class:`DistributedKernelSource`.
 """
 
 from .backends.dask import (

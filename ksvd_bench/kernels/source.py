@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 
@@ -37,7 +38,10 @@ from .params import (
     structured_kernel_error,
 )
 
-__all__ = ["ksvd_kernel", "KernelSource", "FROBENIUS_RTOL"]
+#: attributes the set-up pass sets (:meth:`KernelSource.setup_state`)
+_SETUP_STATE = ("_shift", "_scale", "_rmean", "_cmean", "_gmean", "_sumsq", "_ready")
+
+__all__ = ["ksvd_kernel", "kernel_source", "KernelSource", "FROBENIUS_RTOL"]
 
 #: default memory budget of the work buffers of one pass (partial sums of the reductions)
 DEFAULT_CHUNK_BYTES = 32 * 2**20
@@ -233,7 +237,7 @@ def _as_float64(V):
 
 
 def _restore(cls, state):
-    """Unpickle a :class:`KernelSource` without running ``__new__``/``__init__``."""
+    """Unpickle a :class:`KernelSource` without running ``__init__`` (no pass, no checks)."""
     obj = object.__new__(cls)
     obj.__dict__.update(state)
     return obj
@@ -246,38 +250,28 @@ class KernelSource:
     :func:`ksvd_kernel`: compat map, then ``G_ij = k(x_i, z_j)``);
     :meth:`KernelSource.from_points` is the kernel matrix of two given point sets (as
     :func:`kernel_matrix`). Both evaluate rows, columns, blocks and whole-matrix products of
-    ``G`` on demand, normalised and centred exactly as the dense matrix.
+    ``G`` on demand, normalised and centred exactly as the dense matrix. To let the library
+    pick the structured source of a sparse graph, or run the passes on a Dask cluster, build
+    it with :func:`kernel_source`.
 
     Parameters
     ----------
     A, kernel, gamma, bandwidth_factor, compat, center, random_state, degree, coef0, dtype
         As in :func:`ksvd_kernel`.
-    structured : {"auto", True, False}, default="auto"
-        For a sparse square ``A`` with an exp kernel ("sne", "rbf") and no compat map,
-        ``KernelSource(...)`` returns a
-        :class:`~ksvd_bench.kernels.structured.StructuredKernelSource` instead (exact, works
-        from the sparsity of ``A @ A`` and never evaluates dense rows; float32 kept as
-        ``dtype`` resolves). ``"auto"`` does so when it applies, the module is available
-        and the structured form is well conditioned (it is not only for some signed data,
-        :class:`~ksvd_bench.kernels.structured.StructureIllConditioned`: then the general
-        lazy source is used); ``True`` requires it (error otherwise, including
-        ``StructureIllConditioned``); ``False`` never.
     chunk_bytes : int, default=32 MiB
         Memory budget of a pass's work buffers: the per-tile partial sums that keep results
         independent of the thread count. A budget below one cache tile (16 bytes per entry
         of a 256 x 1024 tile) also shrinks the tiles (for tests).
-    client : distributed.Client, default=None
-        Run the general lazy source's set-up pass and passes as tasks over row blocks on
-        this Dask cluster (returns a
-        :class:`~ksvd_bench.kernels.distributed.DistributedKernelSource`). The structured
-        source stays in process: its products cost about as much as moving their operands
-        to the workers and back (``benchmarks/scripts/bench_distributed.py``).
     device : {"cpu", "cuda"}, default="cpu"
         Where the tile passes run (:mod:`ksvd_bench.kernels.backends`): ``"cuda"`` runs them
-        on one GPU (needs numba-cuda and a GPU; with ``client=None`` only). The structured
-        source is a CPU source: ``structured="auto"`` does not apply on ``"cuda"``. The GPU
-        holds O((N + M)(d + k)), never G: about 1.8 GB at N = M = 1e6, d = 64, k = 40,
-        float32 (:mod:`ksvd_bench.kernels.backends.cuda`).
+        on one GPU (needs numba-cuda and a GPU). The GPU holds O((N + M)(d + k)), never G:
+        about 1.8 GB at N = M = 1e6, d = 64, k = 40, float32
+        (:mod:`ksvd_bench.kernels.backends.cuda`).
+    structured, client : None
+        Not taken here: ``KernelSource(...)`` always builds this general lazy source (any
+        other value raises ``TypeError``). :func:`kernel_source` takes both and returns the
+        structured source of a sparse graph or a source whose passes run on a Dask
+        cluster where they apply.
 
     Attributes
     ----------
@@ -339,96 +333,18 @@ class KernelSource:
     or poly kernel whose norm bound (:meth:`norm_bound`, computed in logs) overflows raises
     ``ValueError`` at construction.
 
-    *Scale-out hooks.* The private methods :meth:`_setup_rows`, :meth:`_finish_setup`,
-    :meth:`_pass_rows` and :meth:`_block_rows` express every pass as work on a range of rows
-    plus a reduction in a fixed order; :meth:`_from_arrays` builds a source without the
-    set-up pass, and the object pickles as its points and per-row constants. A distributed
-    wrapper runs these on row blocks; in process they run on ``[0, N)``. Each hook hands
-    the tile work to the backend of ``device`` (``setup_rows``, ``products``, ``block``:
-    :mod:`ksvd_bench.kernels.backends.base`) and keeps the centring algebra here.
+    *Scale-out protocol.* :meth:`setup_rows`, :meth:`finish_setup`, :meth:`pass_rows` and
+    :meth:`block_rows` express every pass as work on a range of rows plus a reduction in a
+    fixed order; :meth:`setup_state` and :meth:`with_setup_state` move the per-row
+    constants, and the object pickles as its points and per-row constants. These members
+    are the row-source protocol, documented once in
+    :class:`~ksvd_bench.kernels.backends.base.RowSource`: the Dask backend
+    (:mod:`ksvd_bench.kernels.backends.dask`) runs them on row blocks; in process they run
+    on ``[0, N)``. Each hook hands the tile work to the device backend of ``device``
+    (:class:`~ksvd_bench.kernels.backends.base.Backend`: ``setup_rows``, ``products``,
+    ``block``) and keeps the centring algebra here. ``_from_arrays(..., setup=False)``
+    builds a source without the set-up pass.
     """
-
-    def __new__(
-        cls,
-        A=None,
-        kernel="sne",
-        *,
-        gamma=None,
-        bandwidth_factor=1.0,
-        compat="auto",
-        center=True,
-        random_state=None,
-        degree=2,
-        coef0=1.0,
-        dtype=None,
-        structured="auto",
-        chunk_bytes=DEFAULT_CHUNK_BYTES,
-        client=None,
-        device="cpu",
-    ):
-        if structured not in ("auto", True, False):
-            raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
-        device = _check_device_client(device, client)
-        kernel = check_kernel(kernel)  # canonical name before it picks the structured class
-        if device != "cpu" and structured is True:
-            raise ValueError("structured=True runs in process on the CPU: use device='cpu'")
-        if client is not None and cls is KernelSource:
-            return _on_cluster(
-                A,
-                kernel,
-                gamma=gamma,
-                bandwidth_factor=bandwidth_factor,
-                compat=compat,
-                center=center,
-                random_state=random_state,
-                degree=degree,
-                coef0=coef0,
-                dtype=dtype,
-                structured=structured,
-                chunk_bytes=chunk_bytes,
-                client=client,
-            )
-        if structured is False or device != "cpu" or cls is not KernelSource:
-            return super().__new__(cls)
-        kernel_ok = isinstance(kernel, str) and kernel in EXP_KERNELS
-        shape = getattr(A, "shape", None)
-        square = shape is not None and len(shape) == 2 and shape[0] == shape[1]
-        compat_ok = compat is None or (isinstance(compat, str) and compat == "auto")
-        applies = sp.issparse(A) and square and kernel_ok and compat_ok
-        if not applies:
-            if structured is True and not kernel_ok:
-                raise structured_kernel_error(kernel)
-            if structured is True:
-                raise ValueError(
-                    "structured=True needs a sparse square A, kernel 'sne' or 'rbf' and "
-                    "compat None/'auto'"
-                )
-            return super().__new__(cls)
-        klass = _structured_class()
-        if klass is None:
-            if structured is True:
-                raise ImportError("structured=True but ksvd_bench.kernels.structured is missing")
-            return super().__new__(cls)
-        from .structured import StructureIllConditioned
-
-        A = check_data(A, "A")
-        out_dtype = _resolve_dtype(dtype, A)  # float32 A or dtype=float32 keep float32
-        # gamma from A as given, exactly as __init__ and ksvd_kernel resolve it
-        gamma = _resolve_gamma(A, check_kernel(kernel), gamma, bandwidth_factor)
-        try:
-            return klass(
-                A.astype(np.float64),
-                kernel,
-                gamma=gamma,
-                center=_check_center(center),
-                dtype=out_dtype,
-            )
-        except StructureIllConditioned:
-            # Signed data whose sparse-plus-rank-one form would cancel: the general lazy
-            # source is exact for every input (it recomputes A's checks in __init__).
-            if structured is True:
-                raise
-            return super().__new__(cls)
 
     def __init__(
         self,
@@ -443,12 +359,52 @@ class KernelSource:
         degree=2,
         coef0=1.0,
         dtype=None,
-        structured="auto",
         chunk_bytes=DEFAULT_CHUNK_BYTES,
-        client=None,
         device="cpu",
+        structured=None,
+        client=None,
     ):
-        device = _check_device_client(device, client)
+        if structured is not None or client is not None:
+            name = "structured" if structured is not None else "client"
+            raise TypeError(
+                f"KernelSource(A, ...) always builds the general lazy source and takes no "
+                f"{name}=: call kernel_source(A, ..., {name}=...), which returns the "
+                f"structured or distributed source where it applies"
+            )
+        self._init_data(
+            A,
+            kernel,
+            gamma=gamma,
+            bandwidth_factor=bandwidth_factor,
+            compat=compat,
+            center=center,
+            random_state=random_state,
+            degree=degree,
+            coef0=coef0,
+            dtype=dtype,
+            chunk_bytes=chunk_bytes,
+            device=device,
+        )
+        self._run_setup()
+
+    def _init_data(
+        self,
+        A,
+        kernel,
+        *,
+        gamma,
+        bandwidth_factor,
+        compat,
+        center,
+        random_state,
+        degree,
+        coef0,
+        dtype,
+        chunk_bytes,
+        device,
+    ):
+        """Validate ``A`` and the parameters, store the points; no pass is run."""
+        device = check_device(device)
         kernel = check_kernel(kernel)
         A = check_data(A, "A")
         dtype = _resolve_dtype(dtype, A)
@@ -461,8 +417,6 @@ class KernelSource:
         X, Z = compat_data(A, compat, random_state=random_state)
         self._init_points(X, Z, kernel, gamma, center, degree, coef0, dtype, chunk_bytes, device)
         self.compat = compat
-        if client is None:  # else the cluster runs it (see _on_cluster)
-            self._run_setup()
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -588,8 +542,8 @@ class KernelSource:
         """:meth:`from_points` with the set-up pass optional (scale-out hook).
 
         With ``setup=False`` the source holds its points but no per-row constants: run
-        :meth:`_setup_rows` on row ranges covering ``[0, N)`` (anywhere, e.g. as tasks on
-        pickled copies) and hand the results to :meth:`_finish_setup` before any product.
+        :meth:`setup_rows` on row ranges covering ``[0, N)`` (anywhere, e.g. as tasks on
+        pickled copies) and hand the results to :meth:`finish_setup` before any product.
         """
         args = _check_points(X, Z, kernel, gamma, degree, coef0, dtype, center)
         obj = object.__new__(cls)
@@ -652,7 +606,7 @@ class KernelSource:
         return np.array(V, dtype=self.dtype, order="C", copy=True)
 
     def _run_setup(self):
-        self._finish_setup([self._setup_rows(0, self.shape[0])])
+        self.finish_setup([self.setup_rows(0, self.shape[0])])
 
     def __reduce__(self):
         return _restore, (type(self), dict(self.__dict__))
@@ -671,13 +625,35 @@ class KernelSource:
         """
         return bool(self._lazy_setup and not self._ready)
 
-    def _check_ready(self):
+    def is_set_up(self):
+        """Whether the set-up pass has run (its per-row constants are set)."""
+        return bool(self._ready)
+
+    def setup_state(self):
+        """The per-row constants of the set-up pass, as a dict (:meth:`with_setup_state`)."""
+        return {name: self.__dict__[name] for name in _SETUP_STATE}
+
+    def with_setup_state(self, state):
+        """A shallow copy of this source with ``state`` (from :meth:`setup_state`) attached.
+
+        No point is copied: the copy shares them, so a worker holding the points builds a
+        ready source from the small per-row constants alone.
+        """
+        missing = [name for name in _SETUP_STATE if name not in state]
+        if missing:
+            raise ValueError(f"state lacks the set-up constant(s) {missing}")
+        src = copy.copy(self)  # a KernelSource copies as its __dict__: no data copied
+        src.__dict__.update({name: state[name] for name in _SETUP_STATE})
+        return src
+
+    def ensure_setup(self):
+        """Run a pending ``setup="lazy"`` set-up pass; raise if the set-up never ran."""
         if not self._ready and self._lazy_setup:
             self._run_setup()
         if not self._ready:
             raise RuntimeError(
-                "the set-up pass has not run: call _finish_setup with the "
-                "results of _setup_rows over [0, N) first"
+                "the set-up pass has not run: call finish_setup with the "
+                "results of setup_rows over [0, N) first"
             )
 
     def _check_range(self, a, b):
@@ -692,7 +668,7 @@ class KernelSource:
 
     def _eval(self, ridx, cidx):
         """Block ``G[ridx][:, cidx]``; None stands for all rows / all columns."""
-        self._check_ready()
+        self.ensure_setup()
         B = self._backend.block(
             ridx, cidx, self._shift, self._scale, self._rmean, self._cmean, self._gmean, self.center
         )
@@ -703,7 +679,7 @@ class KernelSource:
         return np.empty((r, c), dtype=self.dtype)
 
     # ----------------------------------------------------------------- scale-out hooks
-    def _setup_rows(self, a, b):
+    def setup_rows(self, a, b):
         """Partial set-up results of rows ``[a, b)`` (a scale-out hook; any process).
 
         Returns
@@ -728,8 +704,8 @@ class KernelSource:
             }
         return self._backend.setup_rows(a, b, self._normalised, self.center)
 
-    def _finish_setup(self, parts):
-        """Combine :meth:`_setup_rows` results whose ranges tile ``[0, N)`` (list order).
+    def finish_setup(self, parts):
+        """Combine :meth:`setup_rows` results whose ranges tile ``[0, N)`` (list order).
 
         Column sums and sums of squares are added in the order of ``parts``, so a fixed
         list gives a fixed result.
@@ -762,7 +738,7 @@ class KernelSource:
             self._gmean = nb.ordered_sum(self._rmean) / n
         self._ready = True
 
-    def _pass_rows(self, a, b, Omega=None, Psi_rows=None):
+    def pass_rows(self, a, b, Omega=None, Psi_rows=None):
         """``(G[a:b] @ Omega, G[a:b].T @ Psi_rows)`` from one pass (scale-out hook).
 
         Centring included: stacking the first parts of consecutive ranges gives
@@ -770,7 +746,7 @@ class KernelSource:
         ``Omega`` is (M, k), ``Psi_rows`` is (b - a, k'); either may be None (its result is
         then None). Results are float64.
         """
-        self._check_ready()
+        self.ensure_setup()
         a, b = self._check_range(a, b)
         Om = None if Omega is None else _as_float64(Omega)
         Psi = None if Psi_rows is None else _as_float64(Psi_rows)
@@ -804,7 +780,7 @@ class KernelSource:
             W -= ordered_dot(r, Psi)[None, :]
             W -= np.outer(self._cmean, ordered_dot(np.ones(Psi.shape[0]), Psi))
 
-    def _block_rows(self, a, b, cidx):
+    def block_rows(self, a, b, cidx):
         """``G[a:b][:, cidx]`` (a scale-out hook for ``cols``)."""
         a, b = self._check_range(a, b)
         c = check_index(cidx, self.shape[1], "column indices")
@@ -871,9 +847,10 @@ class KernelSource:
         self.n_entries += r.size * c.size
         return self._eval(r, c)
 
-    def _result(self, R, V, vec, name, transpose=False):
-        """``R`` (a product with the operand ``V`` called ``name``) in the result dtype,
-        checked finite (:func:`~ksvd_bench.kernels.operands.check_product`)."""
+    def product_result(self, R, V, vec, name, transpose=False):
+        """``R`` (a product with the operand ``V`` called ``name``; ``vec``: ``V`` was a
+        vector) in the result dtype, checked finite
+        (:func:`~ksvd_bench.kernels.operands.check_product`)."""
         R = R.astype(np.result_type(self.dtype, V), copy=False)
         check_product(R, V, name, self.norm_bound, transpose)
         return R[:, 0] if vec else R
@@ -881,18 +858,18 @@ class KernelSource:
     def matmat(self, X):
         """``G @ X`` for a dense ``(M, k)`` array (or a vector): one fused pass."""
         V, vec = check_operand(X, self.shape[1], "X")
-        Y, _ = self._pass_rows(0, self.shape[0], V, None)
+        Y, _ = self.pass_rows(0, self.shape[0], V, None)
         self.n_matmat += 1
         self.n_passes += 1
-        return self._result(Y, V, vec, "X")
+        return self.product_result(Y, V, vec, "X")
 
     def rmatmat(self, Y):
         """``G.T @ Y`` for a dense ``(N, k)`` array (or a vector): one fused pass."""
         U, vec = check_operand(Y, self.shape[0], "Y")
-        _, W = self._pass_rows(0, self.shape[0], None, U)
+        _, W = self.pass_rows(0, self.shape[0], None, U)
         self.n_matmat += 1
         self.n_passes += 1
-        return self._result(W, U, vec, "Y", transpose=True)
+        return self.product_result(W, U, vec, "Y", transpose=True)
 
     def sketch(self, Omega, Psi):
         """``(G @ Omega, G.T @ Psi)`` from ONE fused pass over G.
@@ -909,10 +886,13 @@ class KernelSource:
         """
         Om, vo = check_operand(Omega, self.shape[1], "Omega")
         Ps, vp = check_operand(Psi, self.shape[0], "Psi")
-        Y, W = self._pass_rows(0, self.shape[0], Om, Ps)
+        Y, W = self.pass_rows(0, self.shape[0], Om, Ps)
         self.n_matmat += 2
         self.n_passes += 1
-        return (self._result(Y, Om, vo, "Omega"), self._result(W, Ps, vp, "Psi", transpose=True))
+        return (
+            self.product_result(Y, Om, vo, "Omega"),
+            self.product_result(W, Ps, vp, "Psi", transpose=True),
+        )
 
     def dense(self):
         """All of G as a dense array (O(N M) memory; one pass)."""
@@ -936,7 +916,7 @@ class KernelSource:
         pad = 1e-5 if self.dtype == np.float32 else 1e-10
         if not self._ready and self._lazy_setup:
             return float(self._analytic_bound() * (1 + pad))
-        self._check_ready()
+        self.ensure_setup()
         if self._sumsq is None or not np.isfinite(self._sumsq):  # inf: entries near overflow
             bound = self._analytic_bound()
         elif self.center:
@@ -978,15 +958,17 @@ class KernelSource:
         ``block_krylov`` use it for their Frobenius-gap error estimate, the driver for
         ``stop="estimate"``.
         """
-        return self._known_frobenius(self._frobenius())
+        return self.known_frobenius(self.frobenius_slack())
 
-    def _known_frobenius(self, measured):
+    def known_frobenius(self, measured):
+        """:meth:`frobenius_norm` of a measured ``(value, slack)`` (a scale-out wrapper's
+        :meth:`frobenius_slack`): the value, or None where its slack is too large."""
         value, slack = measured
         if value is None or not (value > 0 and slack <= FROBENIUS_RTOL[self.dtype.char] * value):
             return None
         return value
 
-    def frobenius_slack(self):
+    def frobenius_slack(self, block_of_rows=None, counter=None):
         """``(value, slack)``: the measured ``||G||_F`` and a bound on its rounding error.
 
         ``(None, inf)`` where nothing measured it. The slack models first-order rounding
@@ -994,13 +976,11 @@ class KernelSource:
         the centring subtraction (``3 eps`` of ``|G_ij| + |r_i| + |c_j| + |g|``, at most
         ``12 eps sqrt(sum G^2)`` in Frobenius norm, uncentred ``G``), the float32 cast of
         a returned block, and the summations (``sqrt(N + M) eps`` each, their typical
-        size). Runs the pass of :meth:`frobenius_norm` where it has not run.
+        size). Runs the pass of :meth:`frobenius_norm` where it has not run: it reads
+        ``block_of_rows(a, b)``, the centred ``G[a:b]`` (default: evaluated in this
+        process; a scale-out wrapper passes its own), and counts one pass in
+        ``counter.n_passes`` (default: this source).
         """
-        return self._frobenius()
-
-    def _frobenius(self, block_of_rows=None, counter=None):
-        """``(value, slack)``; the centred pass reads ``block_of_rows(a, b)`` (default this
-        process's ``G[a:b]``) and is counted in ``counter.n_passes`` (default this source)."""
         if not self._ready and self._lazy_setup:
             self._run_setup()
         if not self._ready or self._sumsq is None or not np.isfinite(self._sumsq):
@@ -1095,13 +1075,159 @@ class KernelSource:
         )
 
 
-def _on_cluster(A, kernel, *, structured, client, **params):
-    """``KernelSource(A, ..., client=client)``: passes on the cluster, structured in process."""
-    from .backends.dask import DistributedKernelSource, check_client
+def _structured_or_none(A, kernel, structured, *, gamma, bandwidth_factor, compat, center, dtype):
+    """The structured source of :func:`kernel_source` where it applies, else None."""
+    kernel_ok = isinstance(kernel, str) and kernel in EXP_KERNELS
+    shape = getattr(A, "shape", None)
+    square = shape is not None and len(shape) == 2 and shape[0] == shape[1]
+    compat_ok = compat is None or (isinstance(compat, str) and compat == "auto")
+    if not (sp.issparse(A) and square and kernel_ok and compat_ok):
+        if structured is True and not kernel_ok:
+            raise structured_kernel_error(kernel)
+        if structured is True:
+            raise ValueError(
+                "structured=True needs a sparse square A, kernel 'sne' or 'rbf' and "
+                "compat None/'auto'"
+            )
+        return None
+    klass = _structured_class()
+    if klass is None:
+        if structured is True:
+            raise ImportError("structured=True but ksvd_bench.kernels.structured is missing")
+        return None
+    from .structured import StructureIllConditioned
 
-    check_client(client)
-    obj = KernelSource.__new__(KernelSource, A, kernel, structured=structured, **params)
-    if type(obj) is not KernelSource:
-        return obj  # the structured source (see the class docstring)
-    obj.__init__(A, kernel, structured=structured, client=client, **params)
-    return DistributedKernelSource(obj, client)
+    A = check_data(A, "A")
+    out_dtype = _resolve_dtype(dtype, A)  # float32 A or dtype=float32 keep float32
+    # gamma from A as given, exactly as KernelSource and ksvd_kernel resolve it
+    gamma = _resolve_gamma(A, kernel, gamma, bandwidth_factor)
+    try:
+        return klass(
+            A.astype(np.float64), kernel, gamma=gamma, center=_check_center(center), dtype=out_dtype
+        )
+    except StructureIllConditioned:
+        # Signed data whose sparse-plus-rank-one form would cancel: the general lazy
+        # source is exact for every input (it recomputes A's checks).
+        if structured is True:
+            raise
+        return None
+
+
+def kernel_source(
+    A,
+    kernel="sne",
+    *,
+    gamma=None,
+    bandwidth_factor=1.0,
+    compat="auto",
+    center=True,
+    random_state=None,
+    degree=2,
+    coef0=1.0,
+    dtype=None,
+    structured="auto",
+    chunk_bytes=DEFAULT_CHUNK_BYTES,
+    client=None,
+    device="cpu",
+):
+    """The lazy KSVD kernel matrix of a data matrix ``A``, as the source that suits it.
+
+    The one entry that chooses among the lazy sources of ``ksvd_kernel(A, ...)``'s matrix;
+    :class:`KernelSource` itself always builds the general lazy source.
+
+    Parameters
+    ----------
+    A, kernel, gamma, bandwidth_factor, compat, center, random_state, degree, coef0, dtype
+        As in :func:`ksvd_kernel`.
+    structured : {"auto", True, False}, default="auto"
+        Whether a sparse square ``A`` with an exp kernel ("sne", "rbf") and no compat map
+        (``compat`` None or "auto") gets the structured source (below). ``"auto"``: where
+        it applies, the module is available and the structured form is well conditioned;
+        ``True`` requires it (an error otherwise, including
+        :class:`~ksvd_bench.kernels.structured.StructureIllConditioned`); ``False`` never.
+    chunk_bytes : int, default=32 MiB
+        Memory budget of a pass's work buffers (:class:`KernelSource`).
+    client : distributed.Client, default=None
+        Run the general lazy source's set-up pass and passes as tasks over row blocks on
+        this Dask cluster. The structured source stays in process: its products cost about
+        as much as moving their operands to the workers and back
+        (``benchmarks/scripts/bench_distributed.py``).
+    device : {"cpu", "cuda"}, default="cpu"
+        Where the general source's tile passes run (:class:`KernelSource`); ``"cuda"``
+        needs ``client=None``, and the structured source (a CPU source) is then never
+        chosen: ``structured=True`` raises.
+
+    Returns
+    -------
+    StructuredKernelSource or DistributedKernelSource or KernelSource
+        - :class:`~ksvd_bench.kernels.structured.StructuredKernelSource` when ``structured``
+          is ``"auto"`` or ``True``, ``device="cpu"``, and ``A`` is sparse and square with
+          kernel "sne" or "rbf" and ``compat`` None or "auto" (exact, works from the
+          sparsity of ``A @ A`` and never evaluates dense rows; float32 kept as ``dtype``
+          resolves), whether or not ``client`` is given. With ``"auto"``, an
+          ill-conditioned structured form (some signed data) falls back to the next cases.
+        - :class:`~ksvd_bench.kernels.distributed.DistributedKernelSource` otherwise when
+          ``client`` is given (its set-up pass ran on the cluster).
+        - :class:`KernelSource` otherwise (``KernelSource(A, ..., device=device)``).
+
+        All three are matrix sources: every solver in :mod:`solvers` takes them.
+
+    Raises
+    ------
+    ValueError
+        ``structured`` not "auto"/True/False, ``structured=True`` where the structured
+        source does not apply, ``device`` other than "cpu" with a ``client``, and every
+        error of :class:`KernelSource`.
+    TypeError
+        ``client`` is not a ``distributed.Client``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> A = sp.random(30, 30, density=0.2, random_state=0, format="csr")
+    >>> type(kernel_source(A, "sne")).__name__
+    'StructuredKernelSource'
+    >>> type(kernel_source(A.toarray(), "sne")).__name__
+    'KernelSource'
+    """
+    if structured not in ("auto", True, False):
+        raise ValueError(f"structured must be 'auto', True or False, got {structured!r}")
+    device = _check_device_client(device, client)
+    kernel = check_kernel(kernel)  # canonical name before it picks the structured class
+    if device != "cpu" and structured is True:
+        raise ValueError("structured=True runs in process on the CPU: use device='cpu'")
+    if client is not None:
+        from .backends.dask import DistributedKernelSource, check_client
+
+        check_client(client)
+    if structured is not False and device == "cpu":
+        src = _structured_or_none(
+            A,
+            kernel,
+            structured,
+            gamma=gamma,
+            bandwidth_factor=bandwidth_factor,
+            compat=compat,
+            center=center,
+            dtype=dtype,
+        )
+        if src is not None:
+            return src
+    params = dict(
+        gamma=gamma,
+        bandwidth_factor=bandwidth_factor,
+        compat=compat,
+        center=center,
+        random_state=random_state,
+        degree=degree,
+        coef0=coef0,
+        dtype=dtype,
+        chunk_bytes=chunk_bytes,
+        device=device,
+    )
+    if client is None:
+        return KernelSource(A, kernel, **params)
+    src = object.__new__(KernelSource)
+    src._init_data(A, kernel, **params)  # the cluster runs the set-up pass
+    return DistributedKernelSource(src, client)

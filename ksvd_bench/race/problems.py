@@ -60,6 +60,7 @@ from ksvd_bench.kernels import (
     KernelSource,
     StructuredKernelSource,
     kernel_matrix,
+    kernel_source,
     ksvd_kernel,
     paper_gamma,
     softmax_gamma,
@@ -256,7 +257,7 @@ class Problem:
         Parameters
         ----------
         structured : bool or "auto", default=False
-            Passed to ``KernelSource``. ``False`` evaluates only the blocks a solver asks for,
+            Passed to ``kernel_source``. ``False`` evaluates only the blocks a solver asks for,
             which is what the Nystrom methods' end-to-end time should charge.
 
         Returns
@@ -277,7 +278,7 @@ class Problem:
             return as_source(self.G)
 
         p = self.params
-        return KernelSource(
+        return kernel_source(
             self.A,
             self.kernel,
             gamma=self.gamma,

@@ -4,7 +4,7 @@ A lazy kernel matrix (:class:`~ksvd_bench.kernels.KernelSource`) whose set-up pa
 ``matmat``, ``rmatmat``, ``sketch``, ``rows``, ``cols``, ``block`` and ``dense`` run as
 ``dask.distributed`` tasks over row blocks of G. Dask does the scheduling, data movement and
 retries; this module only cuts the work into blocks and reduces the answers. Build one with
-``KernelSource.from_points(X, Z, ..., client=client)`` or ``KernelSource(A, ...,
+``KernelSource.from_points(X, Z, ..., client=client)`` or ``kernel_source(A, ...,
 client=client)``; every solver in :mod:`solvers` runs on it unchanged.
 
 How a pass runs
@@ -14,10 +14,12 @@ How a pass runs
   copy. The set-up pass runs as one task per row block; the client combines the blocks'
   statistics in block order and scatters the per-row constants (O(N + M)) once.
 * A product is one task per row block ``[a, b)``: the task calls the source's scale-out hook
-  ``_pass_rows(a, b, Omega, Psi[a:b])``, which evaluates the block's kernel tiles and
-  multiplies them at once (the fused pass). ``Psi[a:b]`` travels inside its task, and so
-  does a small ``Omega`` (up to :data:`EMBED_BYTES`); a larger one is scattered to every
-  worker once per pass. So the scheduler can rerun any task anywhere.
+  ``pass_rows(a, b, Omega, Psi[a:b])`` (the row-source protocol,
+  :class:`~ksvd_bench.kernels.backends.base.RowSource`, is all this module calls), which
+  evaluates the block's kernel tiles and multiplies them at once (the fused pass).
+  ``Psi[a:b]`` travels inside its task, and so does a small ``Omega`` (up to
+  :data:`EMBED_BYTES`); a larger one is scattered to every worker once per pass.
+  So the scheduler can rerun any task anywhere.
 * The workers reduce, in a fixed tree: each reduction task takes :data:`FAN_IN`
   consecutive results (blocks, or reductions of the level below) and stacks their rows of
   ``G @ Omega`` and adds their partials of ``G.T @ Psi`` left to right. The client reads
@@ -49,7 +51,6 @@ and ``--nthreads P`` both use P cores without oversubscription.
 from __future__ import annotations
 
 import contextlib
-import copy
 import numbers
 import socket
 import struct
@@ -63,6 +64,7 @@ import numpy as np
 from solvers import check_index  # solvers imports nothing from ksvd_bench
 
 from ..operands import check_operand
+from .base import RowSource
 
 try:
     import distributed
@@ -74,8 +76,6 @@ except ImportError as exc:  # pragma: no cover - the [dask] extra is part of [te
 
 __all__ = ["DistributedKernelSource", "connect", "check_client", "kernel_tiles", "svd_compressed"]
 
-#: attributes of a KernelSource that its set-up pass sets (scattered after the set-up pass)
-SETUP_STATE = ("_shift", "_scale", "_rmean", "_cmean", "_gmean", "_sumsq", "_ready")
 #: parameters of the in-process source that the distributed one shows as its own
 _FORWARDED = (
     "kernel",
@@ -273,16 +273,12 @@ def row_blocks(n, tile_rows, n_blocks):
 
 
 def _is_row_source(source):
-    """Whether ``source`` is an in-process lazy source with the row-range hooks.
+    """Whether ``source`` is an in-process lazy source: a :class:`~.base.RowSource`.
 
-    Duck-typed (this backend imports no source module): the hooks of
-    :class:`~ksvd_bench.kernels.KernelSource` (``_setup_rows``, ``_finish_setup``,
-    ``_pass_rows``, ``_block_rows``). The structured source has none of them.
+    Checked by the protocol's members (this backend imports no source module). The
+    structured source has none of them.
     """
-    return not isinstance(source, DistributedKernelSource) and all(
-        callable(getattr(source, name, None))
-        for name in ("_setup_rows", "_finish_setup", "_pass_rows", "_block_rows")
-    )
+    return not isinstance(source, DistributedKernelSource) and isinstance(source, RowSource)
 
 
 # ----------------------------------------------------------------------- worker side
@@ -316,13 +312,6 @@ def _numba_threads():
             numba.set_num_threads(previous)
 
 
-def _ready_copy(points, state):
-    """A shallow copy of the scattered points with the set-up constants attached."""
-    src = copy.copy(points)  # KernelSource pickles (and copies) as its __dict__: no data copied
-    src.__dict__.update(state)
-    return src
-
-
 def _reduce_products(*parts):
     """``(Y, W)`` of consecutive row blocks (in order): rows of Y stacked, W added left to
     right (a fixed order, so a fixed tree gives fixed bits)."""
@@ -338,7 +327,7 @@ def _reduce_products(*parts):
 
 
 def _reduce_setup(*parts):
-    """Set-up statistics of consecutive row ranges (``_setup_rows`` results, in order) as one
+    """Set-up statistics of consecutive row ranges (``setup_rows`` results, in order) as one
     part over their union: per-row arrays joined, column sums and sums of squares added left
     to right."""
     first = parts[0]
@@ -358,25 +347,25 @@ def _reduce_setup(*parts):
 
 def _setup_task(points, a, b):
     with _numba_threads():
-        return points._setup_rows(a, b)
+        return points.setup_rows(a, b)
 
 
 def _pass_task(points, state, a, b, Omega, Psi_rows):
-    src = _ready_copy(points, state)
+    src = points.with_setup_state(state)
     with _numba_threads():
-        return src._pass_rows(a, b, Omega, Psi_rows)
+        return src.pass_rows(a, b, Omega, Psi_rows)
 
 
 def _rows_task(points, state, ridx, cidx):
-    src = _ready_copy(points, state)
+    src = points.with_setup_state(state)
     with _numba_threads():
         return src.rows(ridx) if cidx is None else src.block(ridx, cidx)
 
 
 def _cols_task(points, state, a, b, cidx):
-    src = _ready_copy(points, state)
+    src = points.with_setup_state(state)
     with _numba_threads():
-        return src._block_rows(a, b, cidx)
+        return src.block_rows(a, b, cidx)
 
 
 def _count_tile():
@@ -398,9 +387,9 @@ def _tile_task(points, state, block_info=None):
     tasks, so tiles are counted where they are evaluated, not from task keys)."""
     (a, b), (c0, c1) = block_info[None]["array-location"]
     _count_tile()
-    src = points if state is None else _ready_copy(points, state)
+    src = points if state is None else points.with_setup_state(state)
     with _numba_threads():
-        return src._block_rows(a, b, np.arange(c0, c1))
+        return src.block_rows(a, b, np.arange(c0, c1))
 
 
 def _tiles_evaluated(client):
@@ -417,7 +406,7 @@ class DistributedKernelSource:
     """A :class:`~ksvd_bench.kernels.KernelSource` whose passes run on a Dask cluster.
 
     Usually built by ``KernelSource.from_points(..., client=client)`` or
-    ``KernelSource(A, ..., client=client)``. Same matrix-source protocol and attributes as
+    ``kernel_source(A, ..., client=client)``. Same matrix-source protocol and attributes as
     the in-process source (``shape``, ``dtype``, ``rows``, ``cols``, ``block``, ``matmat``,
     ``rmatmat``, ``sketch``, ``dense``, ``norm_bound``, the counters), so every solver runs
     on it unchanged. See the module docstring for how passes are cut and reduced.
@@ -425,9 +414,9 @@ class DistributedKernelSource:
     Parameters
     ----------
     source : KernelSource
-        The in-process source; built without its set-up pass
-        (``KernelSource._from_arrays(..., setup=False)``) the set-up pass runs on the
-        cluster, otherwise its constants are used as they are. Kept as :attr:`local`.
+        The in-process source (a :class:`~.base.RowSource`); where its set-up pass has not
+        run (``not source.is_set_up()``) it runs on the cluster, otherwise its constants
+        are used as they are. Kept as :attr:`local`.
     client : distributed.Client
         A connected client (:func:`connect` for a scheduler address).
     n_blocks : int, default=None
@@ -496,18 +485,15 @@ class DistributedKernelSource:
         self._next_pass = -1
         self._token = uuid.uuid4().hex[:12]
         self._points = self._scatter(source)
-        if not source._ready:
+        if not source.is_set_up():
             self._run_setup()
-        self._state = self._scatter(self._setup_state())
+        self._state = self._scatter(source.setup_state())
         self.n_rescatters = 0
 
-    def _setup_state(self):
-        missing = [name for name in SETUP_STATE if name not in self.local.__dict__]
-        if missing:  # a renamed attribute in KernelSource must fail here, not give garbage
-            raise RuntimeError(f"KernelSource has no set-up attribute(s) {missing}")
-        return {name: self.local.__dict__[name] for name in SETUP_STATE}
-
     # ------------------------------------------------------------------- plumbing
+    def _empty(self, r, c):
+        return np.empty((r, c), dtype=self.dtype)
+
     def _scatter(self, obj):
         """One future of ``obj``, held by every worker (a killed one is not the only copy)."""
         return self.client.scatter([obj], broadcast=True, hash=False)[0]
@@ -525,7 +511,7 @@ class DistributedKernelSource:
             if self._points.status != "cancelled" and self._state.status != "cancelled":
                 raise
         self._points = self._scatter(self.local)
-        self._state = self._scatter(self._setup_state())
+        self._state = self._scatter(self.local.setup_state())
         self.n_rescatters += 1
         return run(*args)
 
@@ -570,7 +556,7 @@ class DistributedKernelSource:
         # one part over [0, N): the workers joined and added the blocks' parts in a fixed tree
         root = self._tree("setup", futures, _reduce_setup)
         del futures
-        self.local._finish_setup([self._gather_root(root)])
+        self.local.finish_setup([self._gather_root(root)])
 
     def _products(self, Om, Psi):
         """Reduced ``(G @ Om, G.T @ Psi)`` of one distributed pass (None where not asked)."""
@@ -648,7 +634,7 @@ class DistributedKernelSource:
         """``G[idx, :]`` as a dense ``(len(idx), M)`` array (tasks over chunks of ``idx``)."""
         idx = check_index(idx, self.shape[0], "row indices")
         if idx.size == 0:
-            return self.local._empty(0, self.shape[1])
+            return self._empty(0, self.shape[1])
         self.n_entries += idx.size * self.shape[1]
         return self._gather_rows(idx, None)
 
@@ -656,7 +642,7 @@ class DistributedKernelSource:
         """``G[:, idx]`` as a dense ``(N, len(idx))`` array (one task per row block)."""
         idx = check_index(idx, self.shape[1], "column indices")
         if idx.size == 0:
-            return self.local._empty(self.shape[0], 0)
+            return self._empty(self.shape[0], 0)
         self.n_entries += idx.size * self.shape[0]
         return self._gather_cols(idx)
 
@@ -665,7 +651,7 @@ class DistributedKernelSource:
         r = check_index(ridx, self.shape[0], "row indices")
         c = check_index(cidx, self.shape[1], "column indices")
         if r.size == 0 or c.size == 0:
-            return self.local._empty(r.size, c.size)
+            return self._empty(r.size, c.size)
         self.n_entries += r.size * c.size
         return self._gather_rows(r, c)
 
@@ -673,21 +659,21 @@ class DistributedKernelSource:
         """``G @ X`` for a dense ``(M, k)`` array (or a vector): one distributed pass."""
         V, vec = check_operand(X, self.shape[1], "X")
         if V.shape[1] == 0:
-            return self.local._result(np.empty((self.shape[0], 0)), V, vec, "X")
+            return self.local.product_result(np.empty((self.shape[0], 0)), V, vec, "X")
         Y, _ = self._products(V, None)
         self.n_matmat += 1
         self.n_passes += 1
-        return self.local._result(Y, V, vec, "X")
+        return self.local.product_result(Y, V, vec, "X")
 
     def rmatmat(self, Y):
         """``G.T @ Y`` for a dense ``(N, k)`` array (or a vector): one distributed pass."""
         W_in, vec = check_operand(Y, self.shape[0], "Y")
         if W_in.shape[1] == 0:
-            return self.local._result(np.empty((self.shape[1], 0)), W_in, vec, "Y")
+            return self.local.product_result(np.empty((self.shape[1], 0)), W_in, vec, "Y")
         _, W = self._products(None, W_in)
         self.n_matmat += 1
         self.n_passes += 1
-        return self.local._result(W, W_in, vec, "Y", transpose=True)
+        return self.local.product_result(W, W_in, vec, "Y", transpose=True)
 
     def sketch(self, Omega, Psi):
         """``(G @ Omega, G.T @ Psi)`` from ONE distributed pass over G.
@@ -708,20 +694,22 @@ class DistributedKernelSource:
             Y = (
                 self.matmat(Omega)
                 if Om.shape[1]
-                else self.local._result(np.empty((self.shape[0], 0)), Om, vo, "Omega")
+                else self.local.product_result(np.empty((self.shape[0], 0)), Om, vo, "Omega")
             )
             W = (
                 self.rmatmat(Psi)
                 if Ps.shape[1]
-                else self.local._result(np.empty((self.shape[1], 0)), Ps, vp, "Psi", transpose=True)
+                else self.local.product_result(
+                    np.empty((self.shape[1], 0)), Ps, vp, "Psi", transpose=True
+                )
             )
             return Y, W
         Y, W = self._products(Om, Ps)
         self.n_matmat += 2
         self.n_passes += 1
         return (
-            self.local._result(Y, Om, vo, "Omega"),
-            self.local._result(W, Ps, vp, "Psi", transpose=True),
+            self.local.product_result(Y, Om, vo, "Omega"),
+            self.local.product_result(W, Ps, vp, "Psi", transpose=True),
         )
 
     def dense(self):
@@ -736,11 +724,13 @@ class DistributedKernelSource:
     def frobenius_norm(self):
         """``||G||_F`` or None, as :meth:`KernelSource.frobenius_norm` (its centred pass
         gathers row blocks from the cluster; counted in ``n_passes``)."""
-        return self.local._known_frobenius(self.frobenius_slack())
+        return self.local.known_frobenius(self.frobenius_slack())
 
     def frobenius_slack(self):
         """``(value, slack)`` as :meth:`KernelSource.frobenius_slack`."""
-        return self.local._frobenius(lambda a, b: self._gather_rows(np.arange(a, b), None), self)
+        return self.local.frobenius_slack(
+            lambda a, b: self._gather_rows(np.arange(a, b), None), self
+        )
 
     # ------------------------------------------------------------------- lifetime
     def close(self):
@@ -798,7 +788,7 @@ def kernel_tiles(source, tile=4096):
     if isinstance(source, DistributedKernelSource):
         args = (source._points, source._state)
     elif _is_row_source(source):
-        source._check_ready()
+        source.ensure_setup()
         args = (source, None)
     else:
         raise TypeError(

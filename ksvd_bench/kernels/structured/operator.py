@@ -36,7 +36,7 @@ class StructureIllConditioned(ValueError):
     Raised by :class:`StructuredKernelSource` when, for some row, the rank-one base
     ``a_i b_j`` exceeds the row's largest true entry by more than :data:`MAX_CONDITION`
     (or the SNE normaliser cancels by as much), which happens only when ``A @ A`` has
-    negative entries. ``KernelSource(..., structured="auto")`` then falls back to the
+    negative entries. ``kernel_source(..., structured="auto")`` then falls back to the
     general lazy source. Attributes ``row`` (the worst row) and ``condition`` (its factor,
     possibly ``inf``).
     """
@@ -170,7 +170,8 @@ class StructuredKernelSource:
     ------
     StructureIllConditioned
         When ``condition`` would exceed :data:`MAX_CONDITION` (only possible when ``A @ A``
-        has negative entries); use ``KernelSource(A, ..., structured=False)`` instead.
+        has negative entries); use ``kernel_source(A, ..., structured=False)``
+        (``KernelSource(A, ...)``) instead.
 
     Notes
     -----
@@ -317,7 +318,8 @@ class StructuredKernelSource:
             f"exceed the base's), and the sparse correction would cancel it, losing about "
             f"{cond * np.finfo(np.float64).eps:.1g} relative to the row's largest entry "
             f"(or overflowing). Use the general lazy source: "
-            f"KernelSource(A, ..., structured=False), or ksvd_kernel for the dense matrix.",
+            f"kernel_source(A, ..., structured=False), which is KernelSource(A, ...), or "
+            f"ksvd_kernel for the dense matrix.",
             row=worst,
             condition=cond,
         )

@@ -5,7 +5,7 @@ triplets by a list of methods:
 
 * part ``"a"``: synthetic directed graphs (:func:`~ksvd_bench.datasets.make_directed_graph`),
   N = 2e4 to 1e6 nodes, centred SNE kernel of the adjacency matrix through
-  ``KernelSource(A, "sne")`` (the exact structured operator, on the CPU);
+  ``kernel_source(A, "sne")`` (the exact structured operator, on the CPU);
 * part ``"b"``: two point sets from shared clusters
   (:func:`~ksvd_bench.datasets.make_clustered_points`, d = 64, K = r clusters, so G has a
   spectral gap at r), N = M = 5e3 to 1e5, uncentred SNE kernel through the lazy

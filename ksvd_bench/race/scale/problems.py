@@ -201,10 +201,10 @@ def make_data(spec):
 def make_source(spec, data, client=None):
     """The lazy matrix source of the problem (part a: structured; parts b and c:
     ``from_points``, uncentred SNE with the family's gamma)."""
-    from ksvd_bench.kernels import KernelSource
+    from ksvd_bench.kernels import KernelSource, kernel_source
 
     if spec.part == "a":
-        return KernelSource(data["adjacency"], "sne", dtype=spec.dtype, client=client)
+        return kernel_source(data["adjacency"], "sne", dtype=spec.dtype, client=client)
     return KernelSource.from_points(
         data["X"],
         data["Z"],

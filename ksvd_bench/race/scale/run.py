@@ -297,7 +297,7 @@ def run_scale(
         "reference_target_error": REFERENCE_TARGET_ERROR,
         "points_dim": POINTS_DIM,
         "kernels": {
-            "a": "sne, centred, KernelSource(A) (structured)",
+            "a": "sne, centred, kernel_source(A) (structured)",
             "b": "sne, uncentred, KernelSource.from_points, gamma from make_clustered_points",
             "c": "sne, uncentred, KernelSource.from_points, gamma from "
             "make_rare_clusters (r clusters, 30% rare, weight 0.02)",
