@@ -68,6 +68,11 @@ class SolverSpec:
     effort_option : str or None
         The option the driver grows until the answer is accurate enough (None: the method
         has no effort knob; the driver runs it once).
+    effort_kind : {"samples", "oversamples", "depth"} or None
+        How that effort grows (``ksvd_bench.driver.effort_schedule``): sampled columns from
+        ``2 rank``, geometric up to ``min(N, M)``; oversampling 0, 5, 10, 20, ... up to a
+        sketch as wide as ``G``; Krylov depth 0, 1, 2, 3, 4, 6, 8, 12, ... up to a basis
+        that spans ``G``'s range. None with no effort knob.
     cost : str
         Its cost in passes over ``G`` for a rank-``r`` call (``info["n_passes"]``).
     certifies : str
@@ -78,6 +83,7 @@ class SolverSpec:
     function: Callable
     summary: str
     effort_option: str | None
+    effort_kind: str | None
     cost: str
     certifies: str
 
@@ -129,6 +135,7 @@ SOLVERS = {
             "Truncated SVD by a Lanczos or block eigensolver (ARPACK, PROPACK, LOBPCG) "
             "converged to ``tol``, or the source's own exact SVD",
             None,
+            None,
             "one per ARPACK/PROPACK/LOBPCG product (often hundreds); 0 on a source's exact path",
             "the eigensolver converged (an eigensolver that stops short raises "
             "``RuntimeError`` instead of answering)",
@@ -138,6 +145,7 @@ SOLVERS = {
             rsvd,
             "Randomized SVD (Halko, Martinsson & Tropp) with power iterations",
             "n_oversamples",
+            "oversamples",
             "``2 n_iter + 2``, plus ``check_passes``",
             _CERTIFIED,
         ),
@@ -146,6 +154,7 @@ SOLVERS = {
             block_krylov,
             "Randomized block Krylov (Musco & Musco): Rayleigh-Ritz on the left Krylov space",
             "n_iter",
+            "depth",
             "``2 n_iter + 2`` (the same as rsvd at equal ``n_iter``), plus ``check_passes``",
             _CERTIFIED,
         ),
@@ -154,6 +163,7 @@ SOLVERS = {
             generalized_nystrom,
             "Generalized Nystrom (Nakatsukasa): one two-sided sketch and an oblique projection",
             "n_oversamples",
+            "oversamples",
             "1 through ``sketch`` (two products counted as one pass: a lazy source reads G "
             "once), else 2; plus ``check_passes``",
             _CERTIFIED + "; with ``check_passes=0`` the free estimate of the oblique "
@@ -164,6 +174,7 @@ SOLVERS = {
             sym_nystrom,
             "Nystrom on G G^T for U, then one product G^T U and a small SVD for s and V",
             "n_samples",
+            "samples",
             "``2 + n M / (N M)``: 2 products and n rows, plus ``check_passes``",
             _CERTIFIED,
         ),
@@ -173,6 +184,7 @@ SOLVERS = {
             "Asymmetric Nystrom: the SVD of a sampled block extended by the sampled rows and "
             "columns (stable or paper core; uniform, norm, ARP, RPCholesky or ACA sampling)",
             "n_samples",
+            "samples",
             "``(n M + N m) / (N M)``, a fraction of one pass, plus ``check_passes``; "
             '``sampling="arp"`` adds its sketch pass, ``"rpcholesky"`` reads '
             "``(m + 1)(N + M)`` entries of its joint kernel instead of rows and columns",

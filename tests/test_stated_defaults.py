@@ -151,3 +151,19 @@ def test_the_registry_is_what_svd_and_the_driver_use():
         for option in spec.options:
             assert f"``{option.name}={option.default!r}``" in solvers.svd.__doc__
             assert option.meaning, f"{name}.{option.name} has no meaning in its docstring"
+
+
+def test_the_driver_schedules_follow_the_declared_effort_kind():
+    from ksvd_bench.driver import effort_schedule
+
+    shape, rank = (300, 200), 10
+    for name, spec in solvers.SOLVERS.items():
+        efforts = effort_schedule(name, rank, shape)
+        if spec.effort_kind is None:
+            assert efforts == [0]
+        elif spec.effort_kind == "samples":
+            assert efforts[0] == 2 * rank and efforts[-1] == min(shape)
+        elif spec.effort_kind == "oversamples":
+            assert efforts[:4] == [0, 5, 10, 20] and efforts[-1] == min(shape) - rank
+        else:
+            assert spec.effort_kind == "depth" and efforts[:6] == [0, 1, 2, 3, 4, 6]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from .reference import DENSE_REFERENCE_MAX_ENTRIES, definition_key, reference_svd
 from .result import STATUSES, STOPPED_BY, ToleranceResult
-from .schedule import EFFORT_OPTION, effort_schedule
+from .schedule import EFFORT_OPTION, effort_kind, effort_schedule
 from .sweep import METRICS, STOPS, Effort, Scoring, StopRule, solve_to_tolerance
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "ToleranceResult",
     "definition_key",
     "reference_svd",
+    "effort_kind",
     "effort_schedule",
     "solve_to_tolerance",
 ]

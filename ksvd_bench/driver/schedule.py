@@ -2,62 +2,52 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 
-import numpy as np
-
 import solvers
+from solvers import check_int
 
 from .reference import _check_rank
 
-__all__ = ["EFFORT_OPTION", "effort_schedule"]
+__all__ = ["EFFORT_OPTION", "effort_kind", "effort_schedule"]
 
-_NYSTROM = ("sym_nystrom", "asym_nystrom")
 #: The solver option each method's effort sets (declared in ``solvers.SOLVERS``).
 EFFORT_OPTION = {
     name: spec.effort_option for name, spec in solvers.SOLVERS.items() if spec.effort_option
 }
-# Block oversampling of block_krylov assumed when the solver's own default cannot be read.
-_BLOCK_KRYLOV_OVERSAMPLES = 10
 
 
-def _block_krylov_oversamples(n_oversamples):
-    """The block oversampling of ``block_krylov``: given, else the solver's default."""
-    if n_oversamples is not None:
-        if (
-            isinstance(n_oversamples, bool)
-            or not isinstance(n_oversamples, (int, np.integer))
-            or n_oversamples < 0
-        ):
-            raise ValueError(f"n_oversamples must be a non-negative int, got {n_oversamples!r}")
-        return int(n_oversamples)
+def effort_kind(method):
+    """How ``method``'s effort grows: ``"samples"``, ``"oversamples"``, ``"depth"`` or None
+    (no effort knob), as ``solvers.SOLVERS`` declares it."""
+    return solvers.SOLVERS[method].effort_kind
 
-    fn = getattr(solvers, "block_krylov", None)
-    try:
-        default = inspect.signature(fn).parameters["n_oversamples"].default
-    except (TypeError, ValueError, KeyError):
-        return _BLOCK_KRYLOV_OVERSAMPLES
-    return int(default) if isinstance(default, (int, np.integer)) else _BLOCK_KRYLOV_OVERSAMPLES
+
+def _block_oversamples(method, n_oversamples):
+    """The block oversampling of a Krylov method: given, else the solver's default."""
+    if n_oversamples is None:
+        return int(solvers.SOLVERS[method].defaults["n_oversamples"])
+    return check_int("n_oversamples", n_oversamples, 0)
 
 
 def _effort_range(method, rank, shape, n_oversamples):
     """``(default cap, lowest admissible effort, default first effort)`` of a method."""
-    if method in _NYSTROM:
+    kind = effort_kind(method)
+    if kind == "samples":
         return min(shape), rank, 2 * rank
-    if method == "block_krylov":
+    if kind == "depth":
         # Krylov depth q: the basis [G W, (G G^T) G W, ...] has (q + 1) blocks of
         # b = min(rank + p, min(N, M)) columns (the solver trims the last one), and at
         # min(N, M) columns it holds the whole range: the answer is exact.
-        block = min(rank + _block_krylov_oversamples(n_oversamples), min(shape))
+        block = min(rank + _block_oversamples(method, n_oversamples), min(shape))
         return max(0, -(-min(shape) // block) - 1), 0, 0
-    return min(shape) - rank, 0, 0  # rsvd, generalized_nystrom: oversampling
+    return min(shape) - rank, 0, 0  # oversampling: up to a sketch as wide as G
 
 
-def _next_effort(method, e, growth):
-    if method in _NYSTROM:
+def _next_effort(kind, e, growth):
+    if kind == "samples":
         return max(e + 1, math.ceil(e * growth))
-    if method == "block_krylov":
+    if kind == "depth":
         if e < 4:
             return e + 1
         # 4, 6, 8, 12, 16, 24, ...: doubling in two steps, since each step adds passes
@@ -116,7 +106,7 @@ def effort_schedule(
     rank = _check_rank(rank, shape)
     if not (isinstance(growth, (int, float)) and growth > 1):
         raise ValueError(f"growth must be a number > 1, got {growth!r}")
-    if method == "tsvd":
+    if effort_kind(method) is None:
         return [0]
     default_cap, lowest, first = _effort_range(method, rank, shape, n_oversamples)
     cap = default_cap if max_effort is None else min(int(max_effort), default_cap)
@@ -130,6 +120,6 @@ def effort_schedule(
     e = first
     while e < cap:
         efforts.append(e)
-        e = _next_effort(method, e, growth)
+        e = _next_effort(effort_kind(method), e, growth)
     efforts.append(cap)
     return efforts

@@ -30,7 +30,7 @@ from solvers import N_PROBES, PROBE_SAFETY, SVDResult, as_source, check_int, che
 
 from .reference import _check_rank, reference_svd
 from .result import ToleranceResult
-from .schedule import _NYSTROM, EFFORT_OPTION, effort_schedule
+from .schedule import EFFORT_OPTION, effort_kind, effort_schedule
 
 __all__ = ["METRICS", "STOPS", "solve_to_tolerance"]
 
@@ -98,7 +98,7 @@ class Effort:
 
 
 def _check_schedule(schedule, method, rank, max_effort):
-    if method == "tsvd":
+    if effort_kind(method) is None:
         raise ValueError("schedule is not used by tsvd (a single run); pass schedule=None")
     if any(isinstance(e, bool) or not isinstance(e, (int, np.integer)) for e in schedule):
         raise ValueError(f"schedule must hold ints, got {list(schedule)!r}")
@@ -107,7 +107,7 @@ def _check_schedule(schedule, method, rank, max_effort):
         raise ValueError("schedule must not be empty")
     if any(b <= a for a, b in zip(efforts[:-1], efforts[1:], strict=True)):
         raise ValueError(f"schedule must be strictly increasing, got {efforts}")
-    lowest = rank if method in _NYSTROM else 0
+    lowest = rank if effort_kind(method) == "samples" else 0
     if efforts[0] < lowest:
         raise ValueError(f"schedule entries must be at least {lowest} for {method}")
     if max_effort is not None:
@@ -282,7 +282,7 @@ def _efforts(method, rank, shape, schedule, max_effort, options):
         rank,
         shape,
         max_effort=max_effort,
-        n_oversamples=options.get("n_oversamples") if method == "block_krylov" else None,
+        n_oversamples=options.get("n_oversamples") if effort_kind(method) == "depth" else None,
     )
 
 

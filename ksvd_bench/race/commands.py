@@ -21,6 +21,7 @@ from ksvd_bench.cliargs import (
     positive_int,
     print_result,
 )
+from ksvd_bench.driver import effort_kind
 from ksvd_bench.kernels.params import EXP_KERNELS, KERNELS
 from ksvd_bench.race.paper_runtime import (
     DEFAULT_KERNEL,
@@ -71,7 +72,6 @@ __all__ = [
 
 #: the solvers, as ``solvers`` lists them (``compare`` adds its raced variants)
 METHODS = tuple(solvers.METHODS)
-_NYSTROM = ("sym_nystrom", "asym_nystrom")
 
 
 def add_kernel_arguments(p):
@@ -280,7 +280,7 @@ def check_residual_study(args, parser):
     """Cross-flag checks of ``residual-study``: ``--rank``, ``--max-samples``, ``--out``."""
     check_rank(args, parser, [(d, DATASET_SHAPES[d]) for d in args.dataset])
     methods = args.methods or METHODS
-    if any(m in _NYSTROM for m in methods) and args.max_samples < args.rank:
+    if any(effort_kind(m) == "samples" for m in methods) and args.max_samples < args.rank:
         fail(
             parser,
             "--max-samples",
