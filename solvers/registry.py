@@ -22,14 +22,14 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .generalized_nystrom import generalized_nystrom
 from .krylov import block_krylov
 from .nystrom import asym_nystrom, sym_nystrom
 from .rsvd import rsvd
 from .tsvd import tsvd
-from .validation import check_choice
+from .validation import ASYM_SAMPLINGS, check_choice
 
 __all__ = [
     "METHODS",
@@ -77,6 +77,9 @@ class SolverSpec:
         Its cost in passes over ``G`` for a rank-``r`` call (``info["n_passes"]``).
     certifies : str
         What ``info["reliable"] = True`` promises, and when it is None (unknown).
+    variants : dict of str to dict
+        Named settings worth racing beside the defaults: suffix -> options (the race's entry
+        ``f"{name}_{suffix}"``).
     """
 
     name: str
@@ -86,6 +89,7 @@ class SolverSpec:
     effort_kind: str | None
     cost: str
     certifies: str
+    variants: dict = field(default_factory=dict)
 
     @property
     def options(self):
@@ -189,6 +193,12 @@ SOLVERS = {
             '``sampling="arp"`` adds its sketch pass, ``"rpcholesky"`` reads '
             "``(m + 1)(N + M)`` entries of its joint kernel instead of rows and columns",
             _CERTIFIED,
+            {
+                # the paper's method: its core (eq. (10)) and no check pass, as its tables ran
+                "paper": {"core": "paper", "check_passes": 0},
+                # every other sampler with the default core and check
+                **{s: {"sampling": s} for s in ASYM_SAMPLINGS if s != "uniform"},
+            },
         ),
     )
 }

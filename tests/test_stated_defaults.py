@@ -167,3 +167,18 @@ def test_the_driver_schedules_follow_the_declared_effort_kind():
             assert efforts[:4] == [0, 5, 10, 20] and efforts[-1] == min(shape) - rank
         else:
             assert spec.effort_kind == "depth" and efforts[:6] == [0, 1, 2, 3, 4, 6]
+
+
+def test_the_race_entries_are_the_declared_variants():
+    from ksvd_bench.race.common import VARIANTS
+    from ksvd_bench.race.compare import DEFAULT_METHODS
+
+    declared = {
+        f"{name}_{suffix}": (name, options)
+        for name, spec in solvers.SOLVERS.items()
+        for suffix, options in spec.variants.items()
+    }
+    assert VARIANTS == declared
+    for name, (method, options) in VARIANTS.items():
+        assert set(options) <= set(solvers.OPTIONS[method]), name
+    assert set(DEFAULT_METHODS) <= set(solvers.METHODS) | set(VARIANTS)

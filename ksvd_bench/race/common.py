@@ -33,8 +33,6 @@ from ksvd_bench.driver import EFFORT_OPTION
 from ksvd_bench.metrics.common import unit_of
 from ksvd_bench.race.paper_runtime import (
     LOWRANK,
-    PAPER_ASYM_ENTRY,
-    PAPER_ASYM_OPTIONS,
     PAPER_WEIGHTS,
 )
 from ksvd_bench.race.problems import Problem
@@ -95,9 +93,10 @@ EFFORT_LABELS = {
 #: the whole-triplet fields of every run and row (values, warning count and messages)
 VERDICT_FIELDS = ("sv_error", "triplet_residual", "n_warnings", "warnings", "reliable")
 
-#: raced entries beyond ``solvers.METHODS``: name -> (solver method, its options). The
-#: ``asym_nystrom*`` sampling entries keep the solver's default core and check (stable core,
-#: one check pass); only :data:`PAPER_ASYM_ENTRY` runs the paper's method.
+#: raced entries beyond ``solvers.METHODS``: name -> (solver method, its options), the
+#: variants ``solvers.SOLVERS`` declares (``f"{method}_{suffix}"``). The ``asym_nystrom*``
+#: sampling entries keep the solver's default core and check; only :data:`PAPER_ASYM_ENTRY`
+#: runs the paper's method.
 #:
 #: * ``asym_nystrom_paper``: the paper's core (eq. (10)) and no check pass (the paper's table);
 #: * ``asym_nystrom_norm``: rows/columns with probability ~ squared norm, which finds localised
@@ -109,11 +108,9 @@ VERDICT_FIELDS = ("sv_error", "triplet_residual", "n_warnings", "warnings", "rel
 #: * ``asym_nystrom_aca``: adaptive cross approximation (partial pivoting, ACA+), the classical
 #:   baseline.
 VARIANTS = {
-    PAPER_ASYM_ENTRY: ("asym_nystrom", dict(PAPER_ASYM_OPTIONS)),
-    "asym_nystrom_norm": ("asym_nystrom", {"sampling": "norm"}),
-    "asym_nystrom_arp": ("asym_nystrom", {"sampling": "arp"}),
-    "asym_nystrom_rpcholesky": ("asym_nystrom", {"sampling": "rpcholesky"}),
-    "asym_nystrom_aca": ("asym_nystrom", {"sampling": "aca"}),
+    f"{name}_{suffix}": (name, dict(options))
+    for name, spec in solvers.SOLVERS.items()
+    for suffix, options in spec.variants.items()
 }
 #: entries that need a problem built from two point sets (a joint PSD kernel)
 POINT_ONLY = ("asym_nystrom_rpcholesky",)

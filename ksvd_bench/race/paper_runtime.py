@@ -8,7 +8,7 @@ ratios (speedups) are comparable, absolute seconds are not.
 
 The paper's own method is asymmetric Nystrom with the paper's core (eq. (10): the
 pseudo-inverse of the intersection block ``G[I, J]``) and nothing else. ``solvers``' default is
-now a stable, oversampled core plus one a-posteriori check pass, so ``compare`` races the
+now a stable, oversampled core plus an a-posteriori check, so ``compare`` races the
 paper's method as its own entry, :data:`PAPER_ASYM_ENTRY` (``asym_nystrom`` with
 :data:`PAPER_ASYM_OPTIONS`), and the paper's asym Nystrom numbers are set beside that entry
 only (:data:`PAPER_ENTRIES`); the ``asym_nystrom`` entry (stable core + check) is not the
@@ -16,6 +16,8 @@ paper's method and gets none.
 """
 
 from __future__ import annotations
+
+import solvers
 
 __all__ = [
     "PAPER_RUNTIMES",
@@ -66,9 +68,8 @@ DEFAULT_KERNEL = "sne"
 PAPER_SIZES = {"cora": 2708, "citeseer": 3312, "pubmed": 19717}
 
 #: the options of ``solvers.asym_nystrom`` that make it the paper's method: the paper's core
-#: (eq. (10)) and no a-posteriori check pass (the solvers' default is ``core="stable"``,
-#: ``check_passes=1``)
-PAPER_ASYM_OPTIONS = {"core": "paper", "check_passes": 0}
+#: (eq. (10)) and no a-posteriori check pass, as ``solvers.SOLVERS`` declares the variant
+PAPER_ASYM_OPTIONS = dict(solvers.SOLVERS["asym_nystrom"].variants["paper"])
 #: the ``compare`` entry that races the paper's method
 PAPER_ASYM_ENTRY = "asym_nystrom_paper"
 #: ``compare`` entry -> the method key of the paper's tables whose numbers it is set beside
