@@ -304,10 +304,15 @@ def generalized_nystrom(
         rcond=rcond,
         check_passes=check_passes,
     )
-    opts, rank, src, dtype, rng = chk.options, chk.rank, chk.source, chk.dtype, chk.rng
+    rank, src, dtype, rng = chk.rank, chk.source, chk.dtype, chk.rng
+    # the options as _validate checked them, by name from here on
+    n_oversamples = chk.options["n_oversamples"]
+    left_factor = chk.options["left_factor"]
+    rcond = chk.options["rcond"]
+    check_passes = chk.options["check_passes"]
     N, M = src.shape
-    small = min(rank + opts["n_oversamples"], min(N, M))
-    large = min(max(small, math.ceil(opts["left_factor"] * small)), max(N, M))
+    small = min(rank + n_oversamples, min(N, M))
+    large = min(max(small, math.ceil(left_factor * small)), max(N, M))
     n_right, n_left = (small, large) if M <= N else (large, small)
     X = _test_matrix(M, n_right, rng, dtype)
     Y = _test_matrix(N, n_left, rng, dtype)
@@ -321,7 +326,7 @@ def generalized_nystrom(
         GX, GtY = GX * unit, GtY * unit
 
     P, sigma, Q = _core_svd(GtY.T @ X)  # the core Y^T G X, n_left x n_right
-    rc = opts["rcond"]
+    rc = rcond
     rc = max(P.shape[0], Q.shape[0]) * np.finfo(dtype).eps if rc is None else rc
     kept = sigma > rc * sigma[0] if sigma[0] > 0 else np.zeros(sigma.size, bool)
     inv = np.zeros_like(sigma)
@@ -335,10 +340,10 @@ def generalized_nystrom(
     inflation = _inflation_estimate(GX, X, GtY, Y)
     inflation = None if inflation is None else inflation / unit
     U, s, V = U, s[:rank], W[:, :rank]
-    if opts["check_passes"]:
+    if check_passes:
         # the product certificate bounds the values (inflation included) and the subspace
         lower, reliable, cert = certify(
-            "generalized_nystrom", src, U, s, V, rng, dtype, opts["check_passes"], 0, _ADVICE
+            "generalized_nystrom", src, U, s, V, rng, dtype, check_passes, 0, _ADVICE
         )
         reliable = _norm_bound_ok(src, s[0]) and reliable
     else:
@@ -350,13 +355,13 @@ def generalized_nystrom(
         s,
         V,
         method="generalized_nystrom",
-        effort=opts["n_oversamples"],
+        effort=n_oversamples,
         tracker=src,
         t0=t0,
         dtype=dtype,
         n_right=n_right,
         n_left=n_left,
-        left_factor=opts["left_factor"],
+        left_factor=left_factor,
         rcond=float(rc),
         numerical_rank=int(np.count_nonzero(kept)),
         one_pass=one_pass,

@@ -188,10 +188,14 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, chec
         n_iter=n_iter,
         check_passes=check_passes,
     )
-    opts, rank, src, dtype = chk.options, chk.rank, chk.source, chk.dtype
-    work, block_size, transposed = _orient(src, rank, opts["n_oversamples"])
+    rank, src, dtype = chk.rank, chk.source, chk.dtype
+    # the options as _validate checked them, by name from here on
+    n_oversamples = chk.options["n_oversamples"]
+    n_iter = chk.options["n_iter"]
+    check_passes = chk.options["check_passes"]
+    work, block_size, transposed = _orient(src, rank, n_oversamples)
     sketch = {}
-    Q, AQ = _krylov_basis(work, block_size, opts["n_iter"], chk.rng, dtype, record=sketch)
+    Q, AQ = _krylov_basis(work, block_size, n_iter, chk.rng, dtype, record=sketch)
     filled = Q.shape[1] == work.shape[1]
     if filled:
         # Q fills R^M: A Q Q^T = A, so the SVD of A Q is exact and needs no further pass.
@@ -203,7 +207,7 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, chec
         # space Q itself: at q = 0 that is a random space with no product by A in it.
         Z, R = linalg.qr(AQ, mode="economic", check_finite=False)
         # Z^T A, one more pass, with the certificate's fused probes (see rsvd)
-        W = fused_probes(work.shape[0], chk.rng, opts["check_passes"])
+        W = fused_probes(work.shape[0], chk.rng, check_passes)
         P = np.asarray(work.rmatmat(np.hstack([Z, W.astype(dtype)])), dtype=dtype)
         B = P[:, : Z.shape[1]].T
         Ub, s, Wt = linalg.svd(B, full_matrices=False, check_finite=False, lapack_driver="gesdd")
@@ -223,7 +227,7 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, chec
         V,
         chk.rng,
         dtype,
-        opts["check_passes"],
+        check_passes,
         transposed=transposed,
         known=known,
     )
@@ -232,12 +236,12 @@ def block_krylov(G, rank, *, random_state=None, n_oversamples=10, n_iter=4, chec
         s[:rank],
         V,
         method="block_krylov",
-        effort=opts["n_iter"],
+        effort=n_iter,
         tracker=src,
         t0=t0,
         dtype=dtype,
-        n_iter=opts["n_iter"],
-        n_oversamples=opts["n_oversamples"],
+        n_iter=n_iter,
+        n_oversamples=n_oversamples,
         block_size=block_size,
         basis_size=Q.shape[1],
         transposed=transposed,

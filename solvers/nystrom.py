@@ -305,9 +305,15 @@ def sym_nystrom(
     from .sampling.basic import sample_indices
 
     opts, rank, src, dtype, rng = chk.options, chk.rank, chk.source, chk.dtype, chk.rng
+    # the options as _validate checked them, by name from here on
+    n_samples = chk.options["n_samples"]
+    sampling = chk.options["sampling"]
+    orthogonalize = chk.options["orthogonalize"]
+    core = chk.options["core"]
+    check_passes = chk.options["check_passes"]
     N, M = src.shape
-    n = min(opts["n_samples"], N)
-    weights = src.norms_sq()[0] if opts["sampling"] == "norm" else None  # one pass
+    n = min(n_samples, N)
+    weights = src.norms_sq()[0] if sampling == "norm" else None  # one pass
     ridx = sample_indices(N, n, weights, rng)
     R = np.asarray(src.rows(ridx), dtype=dtype)
     # The Gram block squares G's magnitude: a tiny or huge lazy G (check_args rescales only
@@ -316,14 +322,14 @@ def sym_nystrom(
     R = R * unit if unit != 1.0 else R
     CU = np.asarray(src.matmat(np.ascontiguousarray(R.T)), dtype=dtype)
     CU = CU * unit if unit != 1.0 else CU
-    U0, lam, kept = _gram_nystrom(CU, ridx, N, rank, opts["orthogonalize"], opts["core"], dtype)
+    U0, lam, kept = _gram_nystrom(CU, ridx, N, rank, orthogonalize, core, dtype)
     s_nys = np.sqrt(lam) / unit
     # G^T U0: the pairing product, with the certificate's fused probes (see rsvd)
-    probes = fused_probes(N, rng, opts["check_passes"])
+    probes = fused_probes(N, rng, check_passes)
     B = np.asarray(src.rmatmat(np.hstack([U0, probes.astype(U0.dtype)])), dtype=dtype)
     B, GtW = B[:, : U0.shape[1]], B[:, U0.shape[1] :]
     reliable = True
-    if opts["orthogonalize"]:
+    if orthogonalize:
         # Rayleigh-Ritz on span(U0): exact triplets of U0 U0^T G, paired by construction.
         W, s, At = linalg.svd(B, full_matrices=False)
         keep = min(rank, _floor(s, max(B.shape), dtype))
@@ -345,7 +351,7 @@ def sym_nystrom(
         known = None  # the padded columns were not in the pairing product
     s_nys = np.pad(s_nys, (0, max(0, rank - s_nys.size)))[:rank]
     lower, certified, cert = certify(
-        "sym_nystrom", src, U, s, V, rng, dtype, opts["check_passes"], 0, _ADVICE, known=known
+        "sym_nystrom", src, U, s, V, rng, dtype, check_passes, 0, _ADVICE, known=known
     )
     if not reliable:  # the raw values' own check found them inflated: evidence
         cert["failed"] = sorted(set(cert["failed"]) | {"values"})
@@ -367,7 +373,7 @@ def sym_nystrom(
         t0,
         dtype,
         opts,
-        {"n_samples": opts["n_samples"]},
+        {"n_samples": n_samples},
         extra,
         kept,
         reliable,
@@ -621,10 +627,17 @@ def asym_nystrom(
         certificate_budget=certificate_budget,
     )
     opts, rank, src, dtype, rng = chk.options, chk.rank, chk.source, chk.dtype, chk.rng
+    # the options as _validate checked them, by name from here on
+    n_samples = chk.options["n_samples"]
+    n_rows = chk.options["n_rows"]
+    sampling = chk.options["sampling"]
+    core = chk.options["core"]
+    check_passes = chk.options["check_passes"]
+    certificate_budget = chk.options["certificate_budget"]
     N, M = src.shape
-    m, n = opts["n_samples"], opts["n_rows"]
+    m, n = n_samples, n_rows
     extra = {}
-    if opts["sampling"] == "rpcholesky":
+    if sampling == "rpcholesky":
         U, s, V, numerical_rank, certified, extra = _rpcholesky(src, rank, m, rng, dtype)
         ridx = cidx = None
     else:
@@ -634,7 +647,7 @@ def asym_nystrom(
         R = sel.rows if sel.rows is not None else src.rows(ridx)
         C = sel.cols if sel.cols is not None else src.cols(cidx)
         R, C = np.asarray(R, dtype=dtype), np.asarray(C, dtype=dtype)
-        if opts["core"] == "stable":
+        if core == "stable":
             U, s, V, numerical_rank, certified, more = _stable_core(C, R, ridx, cidx, rank, dtype)
         else:
             U, s, V, numerical_rank, more = _paper_core(C, R, sel, rank, opts, (N, M), dtype)
@@ -646,7 +659,7 @@ def asym_nystrom(
     # rpcholesky rows whose normaliser the factors do not resolve are 0 (it warned): unreliable
     reliable = _check_norm_bound("asym_nystrom", src, s, dtype) and not extra.get("unresolved_rows")
     # the sample's own entries (a norm pass and products excluded): the budget's base
-    own = int(src.n_block_entries) - (N * M if opts["sampling"] == "norm" else 0)
+    own = int(src.n_block_entries) - (N * M if sampling == "norm" else 0)
     lower, cert = None, {"check_passes": 0, "sampled": None}
     if reliable:
         lower, reliable, cert = certify(
@@ -657,19 +670,19 @@ def asym_nystrom(
             V,
             rng,
             dtype,
-            opts["check_passes"],
-            opts["certificate_budget"] * own,
+            check_passes,
+            certificate_budget * own,
             _ADVICE,
         )
     cert["certified_values"] = bool(certified)
-    if opts["certificate_budget"] and _rows_alone(src, cert):
+    if certificate_budget and _rows_alone(src, cert):
         # the sampled certificate could not run (its columns need the set-up pass), but
         # this source's rows can be read without it: estimate the error from rows alone
         floor = min(MIN_SAMPLED_ROWS, N // 16)  # a small G: a budget's share of it
-        rows = max(floor, int(opts["certificate_budget"] * own) // (2 * M))
+        rows = max(floor, int(certificate_budget * own) // (2 * M))
         cert["sampled_rows"] = row_sample_error(src, U, s, V, rows, rng, weights=row_weights)
         src.n_block_entries += cert["sampled_rows"]["rows"] * M  # the rows' normalisers
-        if reliable is False and not opts["check_passes"] and cert["failed"] == ["missed"]:
+        if reliable is False and not check_passes and cert["failed"] == ["missed"]:
             # only the skipped sampled certificate spoke (a check that could not run):
             # no evidence against the answer, none for it
             reliable = None

@@ -313,20 +313,25 @@ def rsvd(
         power_iteration_normalizer=power_iteration_normalizer,
         check_passes=check_passes,
     )
-    opts, rank, src, dtype = chk.options, chk.rank, chk.source, chk.dtype
-    work, size, transposed = _orient(src, rank, opts["n_oversamples"])
+    rank, src, dtype = chk.rank, chk.source, chk.dtype
+    # the options as _validate checked them, by name from here on
+    n_oversamples = chk.options["n_oversamples"]
+    n_iter = chk.options["n_iter"]
+    power_iteration_normalizer = chk.options["power_iteration_normalizer"]
+    check_passes = chk.options["check_passes"]
+    work, size, transposed = _orient(src, rank, n_oversamples)
     sketch = {}
     Q = _range_finder(
         work,
         size,
-        opts["n_iter"],
-        opts["power_iteration_normalizer"],
+        n_iter,
+        power_iteration_normalizer,
         chk.rng,
         dtype,
         record=sketch,
     )
     # the certificate's probes ride along in the last pass (fused: no pass of their own)
-    W = fused_probes(work.shape[0], chk.rng, opts["check_passes"])
+    W = fused_probes(work.shape[0], chk.rng, check_passes)
     P = np.asarray(work.rmatmat(np.hstack([Q, W.astype(dtype)])), dtype=dtype)
     B = P[:, :size].T
     Uh, s, Vt = linalg.svd(B, full_matrices=False, check_finite=False, lapack_driver="gesdd")
@@ -347,7 +352,7 @@ def rsvd(
                 factors=sketch["factors"],
                 # un-normalised powers lose directions of G to rounding: no estimate then
                 rank_deficient="nan"
-                if opts["power_iteration_normalizer"] == "none" and opts["n_iter"] > 0
+                if power_iteration_normalizer == "none" and n_iter > 0
                 else "drop",
             )
             if size >= 2
@@ -362,7 +367,7 @@ def rsvd(
         V,
         chk.rng,
         dtype,
-        opts["check_passes"],
+        check_passes,
         transposed=transposed,
         known=known,
     )
@@ -371,12 +376,12 @@ def rsvd(
         s[:rank],
         V,
         method="rsvd",
-        effort=opts["n_oversamples"],
+        effort=n_oversamples,
         tracker=src,
         t0=t0,
         dtype=dtype,
-        n_iter=opts["n_iter"],
-        power_iteration_normalizer=opts["power_iteration_normalizer"],
+        n_iter=n_iter,
+        power_iteration_normalizer=power_iteration_normalizer,
         n_random=size,
         transposed=transposed,
         **estimate,

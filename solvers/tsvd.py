@@ -373,10 +373,14 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
         maxiter=maxiter,
         ncv=ncv,
     )
-    opts, rank = chk.options, chk.rank
+    rank = chk.rank
+    # the options as _validate checked them, by name from here on
+    backend = chk.options["backend"]
+    ncv = chk.options["ncv"]
+    tol = chk.options["tol"]
     kmin = min(chk.source.shape)
-    arpack = opts["backend"] == "arpack"
-    ncv_used = (opts["ncv"] or _default_ncv(rank, kmin)) if arpack else None
+    arpack = backend == "arpack"
+    ncv_used = (ncv or _default_ncv(rank, kmin)) if arpack else None
     exact_svd = getattr(chk.source.source, "exact_svd", None) if arpack else None
     if exact_svd is not None:
         U, s, V, src_info = _exact_from_source(exact_svd, chk)
@@ -390,7 +394,7 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
             t0=t0,
             dtype=chk.dtype,
             backend="arpack",
-            tol=opts["tol"],
+            tol=tol,
             ncv=ncv_used,
             exact_path="source",
             source_info=src_info,
@@ -419,8 +423,8 @@ def tsvd(G, rank, *, random_state=None, backend="arpack", tol=0.0, maxiter=None,
         tracker=tracker,
         t0=t0,
         dtype=chk.dtype,
-        backend=opts["backend"],
-        tol=opts["tol"],
+        backend=backend,
+        tol=tol,
         ncv=ncv_used,
         exact_path=path,
         scale=scale,
