@@ -306,14 +306,6 @@ def unexplained_lazy_imports(modules):
 LAZY_IMPORTS_PENDING = {
     "ksvd_bench.cli",
     "ksvd_bench.cliargs",
-    "ksvd_bench.datasets._files",
-    "ksvd_bench.kernels.backends",
-    "ksvd_bench.kernels.backends._cuda_import",
-    "ksvd_bench.kernels.backends._cuda_ptx",
-    "ksvd_bench.kernels.backends.dask",
-    "ksvd_bench.kernels.joint",
-    "ksvd_bench.kernels.source",
-    "ksvd_bench.kernels.structured._kernels",
     "ksvd_bench.race.compare.cells",
     "ksvd_bench.race.compare.cli",
     "ksvd_bench.race.compare.files",
@@ -332,10 +324,6 @@ LAZY_IMPORTS_PENDING = {
     "ksvd_bench.report.messages",
     "ksvd_bench.report.record",
     "ksvd_bench.report.tables",
-    "solvers._certificate",
-    "solvers._estimate",
-    "solvers.nystrom",
-    "solvers.sampling",
 }
 
 
