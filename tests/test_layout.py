@@ -304,15 +304,6 @@ def unexplained_lazy_imports(modules):
 #: being edited on other branches when the rest were done (issue 34 section 5). The test below
 #: fails when one of them is done, so that it leaves this list; empty it, never add to it.
 LAZY_IMPORTS_PENDING = {
-    "ksvd_bench.cli",
-    "ksvd_bench.cliargs",
-    "ksvd_bench.race.compare.cells",
-    "ksvd_bench.race.compare.cli",
-    "ksvd_bench.race.compare.files",
-    "ksvd_bench.race.compare.run",
-    "ksvd_bench.race.compare.settings",
-    "ksvd_bench.race.compare.table",
-    "ksvd_bench.race.sampling",
     "ksvd_bench.race.scale.cells",
     "ksvd_bench.race.scale.cli",
     "ksvd_bench.race.scale.files",
