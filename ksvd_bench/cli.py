@@ -38,6 +38,7 @@ __all__ = ["build_parser", "main"]
 
 def _subcommands():
     """The ``add_parser``-style functions of every sub-command, in ``--help`` order."""
+    # order of loading: the sub-commands load numpy, after main() has set OpenBLAS's spin
     from ksvd_bench import roofline_cli
     from ksvd_bench.paper import cli as reproduce_cli
     from ksvd_bench.race import commands

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from ksvd_bench.threads import DEFAULT_THREADS, max_threads
+
 __all__ = [
     "Parser",
     "given_dests",
@@ -141,8 +143,6 @@ def int_list(text):
 
 def thread_count(text):
     """An int in ``[1, NUMBA_NUM_THREADS]``: Numba cannot run more threads than its pool."""
-    from ksvd_bench.threads import max_threads
-
     value = positive_int(text)
     if value > max_threads():
         raise argparse.ArgumentTypeError(
@@ -171,6 +171,7 @@ def print_result(text, paths):
 
 def check_out(args, parser, flag="--out"):
     """Create ``args.out`` and probe it with a test file now, or stop with a usage error."""
+    # order of loading: ksvd_bench.report loads numpy, after main() has set OpenBLAS's spin
     from ksvd_bench.report import check_out_dir
 
     try:
@@ -181,6 +182,7 @@ def check_out(args, parser, flag="--out"):
 
 def check_scheduler(address, parser, flag="--scheduler"):
     """Connect once to a Dask scheduler before any work: unreachable is a usage error."""
+    # dask: an optional dependency (ksvd-bench[dask]), needed with --scheduler only
     from ksvd_bench.kernels.distributed import connect
 
     try:
@@ -199,8 +201,6 @@ THREADS_HELP = (
 
 def add_run_arguments(p, *, out_default):
     """``--threads``, ``--seed``, ``--out`` and ``--no-progress``, shared by the studies."""
-    from ksvd_bench.threads import DEFAULT_THREADS
-
     p.add_argument("--threads", type=thread_count, default=DEFAULT_THREADS, help=THREADS_HELP)
     p.add_argument(
         "--seed",

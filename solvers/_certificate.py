@@ -272,6 +272,7 @@ def power_probe_constants(n_probes, failure=PROBE_FAILURE):
     exactly; each of the two bounds fails with at most ``failure / 2``, both together with
     at most ``failure``.
     """
+    # start-up: scipy.stats loads most of SciPy (optimize, spatial, interpolate, special)
     from scipy.special import erfinv
     from scipy.stats import chi2
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 
 import numpy as np
 
@@ -671,8 +672,7 @@ def row_sample_error(src, U, s, V, n_rows, rng, *, failure=0.01, weights=None):
     answer against ``G`` itself, whatever the method approximated (RPCholesky's normalisers,
     for one, are estimates).
     """
-    import time
-
+    # start-up: scipy.stats loads most of SciPy (optimize, spatial, interpolate, special)
     from scipy import stats
 
     t0 = time.perf_counter()

@@ -302,6 +302,7 @@ def sym_nystrom(
         core=core,
         check_passes=check_passes,
     )
+    # start-up: the sampling package (5 ms, like select_rows_cols below) loads on first use
     from .sampling.basic import sample_indices
 
     opts, rank, src, dtype, rng = chk.options, chk.rank, chk.source, chk.dtype, chk.rng
@@ -775,6 +776,7 @@ def _select(src, opts, rank, rng):
     ridx, cidx = opts["row_indices"], opts["col_indices"]
     n, m, sampling = opts["n_rows"], opts["n_samples"], opts["sampling"]
     if sampling in ("uniform", "norm") or (ridx is not None and cidx is not None):
+        # start-up: the sampling package (5 ms) loads on first use, as below
         from .sampling.basic import select_basic
 
         basic = sampling if sampling in ("uniform", "norm") else "uniform"

@@ -9,7 +9,7 @@ import pytest
 
 from ksvd_bench.cli import build_parser, main
 from ksvd_bench.datasets import make_directed_graph
-from ksvd_bench.race import compare as compare_module
+from ksvd_bench.race.compare import cli as compare_cli
 from ksvd_bench.race.spectrum import _draw_spectrum, format_spectrum, run_spectrum
 from ksvd_bench.threads import max_threads
 
@@ -169,7 +169,7 @@ def test_bad_out_is_reported_before_any_work(tmp_path, capsys, monkeypatch):
     def no_work(*args, **kwargs):
         raise AssertionError("the race started before --out was checked")
 
-    monkeypatch.setattr(compare_module, "run_compare", no_work)
+    monkeypatch.setattr(compare_cli, "run_compare", no_work)  # where the command uses it
     for argv in (
         ["compare", "--out", str(blocker / "results")],
         ["spectrum", "--out", str(blocker)],

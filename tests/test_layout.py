@@ -300,51 +300,10 @@ def unexplained_lazy_imports(modules):
     return sorted(set(out))
 
 
-#: modules whose imports inside functions are not yet moved to the top or explained: they were
-#: being edited on other branches when the rest were done (issue 34 section 5). The test below
-#: fails when one of them is done, so that it leaves this list; empty it, never add to it.
-LAZY_IMPORTS_PENDING = {
-    "ksvd_bench.cli",
-    "ksvd_bench.cliargs",
-    "ksvd_bench.datasets._files",
-    "ksvd_bench.kernels.backends",
-    "ksvd_bench.kernels.backends._cuda_import",
-    "ksvd_bench.kernels.backends._cuda_ptx",
-    "ksvd_bench.kernels.backends.dask",
-    "ksvd_bench.kernels.joint",
-    "ksvd_bench.kernels.source",
-    "ksvd_bench.kernels.structured._kernels",
-    "ksvd_bench.race.compare.cells",
-    "ksvd_bench.race.compare.cli",
-    "ksvd_bench.race.compare.files",
-    "ksvd_bench.race.compare.run",
-    "ksvd_bench.race.compare.settings",
-    "ksvd_bench.race.compare.table",
-    "ksvd_bench.race.sampling",
-    "ksvd_bench.race.scale.cells",
-    "ksvd_bench.race.scale.cli",
-    "ksvd_bench.race.scale.files",
-    "ksvd_bench.race.scale.problems",
-    "ksvd_bench.race.scale.run",
-    "ksvd_bench.race.scale.runners",
-    "ksvd_bench.race.scale.table",
-    "ksvd_bench.report.figures",
-    "ksvd_bench.report.messages",
-    "ksvd_bench.report.record",
-    "ksvd_bench.report.tables",
-    "solvers._certificate",
-    "solvers._estimate",
-    "solvers.nystrom",
-    "solvers.sampling",
-}
-
-
 def test_every_import_inside_a_function_says_why():
     # an import inside a function is there for start-up (scikit-learn, matplotlib), an
     # optional dependency (dask, numba-cuda), or the order of loading (numpy after the
     # command line has set OpenBLAS's spin): a comment says which; every other import is at
     # the top of its module
     unexplained = unexplained_lazy_imports(source_modules())
-    modules = {line.split(":")[0] for line in unexplained}
-    assert sorted(modules - LAZY_IMPORTS_PENDING) == []
-    assert sorted(LAZY_IMPORTS_PENDING - modules) == []  # done: remove it from the list
+    assert unexplained == []

@@ -597,12 +597,12 @@ def test_device_cuda_is_refused_for_part_a_and_checked_before_work(tmp_path, cap
         main(["scale", "--part", "a", "--device", "cuda", "--out", str(tmp_path)])
     assert "argument --device: applies to parts b and c" in capsys.readouterr().err
     # without a usable GPU (or numba-cuda) the backend's own reason, before any cell
-    from ksvd_bench.kernels import backends
+    from ksvd_bench.race.scale import cli as scale_cli
 
     def unavailable(device):
         raise RuntimeError("device='cuda' found no usable GPU (test)")
 
-    monkeypatch.setattr(backends, "backend_class", unavailable)
+    monkeypatch.setattr(scale_cli, "backend_class", unavailable)  # where --device is checked
     with pytest.raises(SystemExit):
         main(["scale", "--part", "b", "--device", "cuda", "--out", str(tmp_path)])
     assert "argument --device: device='cuda' found no usable GPU" in capsys.readouterr().err

@@ -453,6 +453,7 @@ def _read_any(path):
     if suffix == ".npz":
         return _user_npz(path)
     if suffix == ".mtx":
+        # start-up: scipy.io loads every reader it has (MATLAB, NetCDF, ...); .mtx only
         import scipy.io
 
         return scipy.io.mmread(str(path))

@@ -184,6 +184,7 @@ def _stored_points(backend):
     """``(X, Z)`` as (N, d) and (M, d) from a CPU backend's storage layout."""
     X, Z = backend._X, backend._Z
     mode = getattr(backend, "mode", None)
+    # start-up: the CPU kernels load with their module (a CPU backend has loaded it here)
     from .backends import cpu
 
     if mode == cpu.Z_SPARSE:

@@ -15,6 +15,7 @@ from . import leaves as nb
 from .backends import backend_class, check_device
 from .backends.base import CODES, Params
 from .compat import compat_data, resolve_compat
+from .joint import joint_kernel_of
 from .matrix import (
     _KIND,
     _resolve_dtype,
@@ -148,6 +149,7 @@ def ksvd_kernel(
 
 def _structured_class():
     try:
+        # structured is optional at import time (ksvd_bench.kernels loads it lazily too)
         from .structured import StructuredKernelSource
     except ImportError:
         return None
@@ -504,6 +506,7 @@ class KernelSource:
                 "pass when the source is built (pass setup='eager' with client)"
             )
         if client is not None:
+            # dask: an optional dependency (ksvd-bench[dask]), needed with client= only
             from .backends.dask import DistributedKernelSource, check_client
 
             check_client(client)
@@ -1064,8 +1067,6 @@ class KernelSource:
 
         See :class:`~ksvd_bench.kernels.joint.JointKernel`; needs no set-up pass.
         """
-        from .joint import joint_kernel_of
-
         return joint_kernel_of(self)
 
     def __repr__(self):
@@ -1095,6 +1096,7 @@ def _structured_or_none(A, kernel, structured, *, gamma, bandwidth_factor, compa
         if structured is True:
             raise ImportError("structured=True but ksvd_bench.kernels.structured is missing")
         return None
+    # structured is optional at import time (ksvd_bench.kernels loads it lazily too)
     from .structured import StructureIllConditioned
 
     A = check_data(A, "A")

@@ -28,9 +28,23 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.sparse.linalg import svds
 
+import solvers
+from ksvd_bench.datasets import make_rare_clusters
+from ksvd_bench.datasets.synthetic import rare_cluster_count
+from ksvd_bench.kernels import KernelSource, kernel_matrix
 from ksvd_bench.race.common import counting_warnings
+from ksvd_bench.report import (
+    format_table,
+    progress_bar,
+    save_figure,
+    wrap_note,
+    write_csv,
+    write_json,
+)
 from ksvd_bench.scoring import verification, warning_fields
+from ksvd_bench.threads import solver_threads
 
 __all__ = [
     "SAMPLINGS",
@@ -86,9 +100,6 @@ def make_family(family, n, *, rank=20, d=64, gamma=5.0, rare_weight=0.02, random
     """The points of a family, ``rank`` clusters: ``"rare"`` (some of them rare, by the one
     rule :func:`~ksvd_bench.datasets.synthetic.rare_cluster_count`: 6 of 20, 2 of 5, so the
     family stays rare at every rank; ``rank >= 2``) or ``"plain"`` (none)."""
-    from ksvd_bench.datasets import make_rare_clusters
-    from ksvd_bench.datasets.synthetic import rare_cluster_count
-
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
     return make_rare_clusters(
@@ -105,9 +116,6 @@ def make_family(family, n, *, rank=20, d=64, gamma=5.0, rare_weight=0.02, random
 
 def _reference(P, rank, seed):
     """Exact top-(rank + 1) SVD of the dense SNE kernel (ARPACK, seeded start vector)."""
-    from scipy.sparse.linalg import svds
-
-    from ksvd_bench.kernels import kernel_matrix
 
     G = kernel_matrix(P.X, P.Z, "sne", gamma=P.gamma)
     v0 = np.random.default_rng(seed).standard_normal(min(G.shape))
@@ -134,13 +142,12 @@ def _clusters(P, info):
 
 
 def _run(src, P, ref, rank, method, options, seed):
-    import solvers
-
     N, M = src.shape
     U0, V0 = ref[0][:, :rank], ref[2][:, :rank]
     t0 = time.perf_counter()
     with counting_warnings() as caught:
         if method == PLAIN_RPCHOLESKY:
+            # start-up: solvers.sampling (5 ms) loads on first use; --help loads this module
             from solvers.sampling import rpcholesky_svd
 
             U, s, V, info = rpcholesky_svd(
@@ -220,9 +227,6 @@ def sampling_study(
         ``s_ratio`` = s_{r+1} / s_1 of the reference) and ``"rows"`` (one dict per run, keys
         :data:`ROW_FIELDS` plus ``n_warnings`` and ``warnings``, the messages).
     """
-    from ksvd_bench.kernels import KernelSource
-    from ksvd_bench.report import progress_bar
-
     params = {
         "n": n,
         "rank": rank,
@@ -319,8 +323,6 @@ def summary(result, target=TARGET):
 
 def format_sampling(result, target=TARGET):
     """Summary table (fits 100 columns): per family and method, cost to reach ``target``."""
-    from ksvd_bench.report import format_table, wrap_note
-
     columns = [
         ("family", "family"),
         ("method", "method"),
@@ -345,12 +347,12 @@ def format_sampling(result, target=TARGET):
 
 def plot_sampling(result, path, target=TARGET):
     """Log-log figure: error against entries/(N M) (left) and against passes (right)."""
+    # matplotlib: loaded only when a figure is drawn (start-up)
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: loaded only when a figure is drawn (start-up)
     import matplotlib.pyplot as plt
-
-    from ksvd_bench.report import save_figure
 
     fams = list(result["families"])
     fig, axes = plt.subplots(len(fams), 2, figsize=(12, 4.5 * len(fams)), squeeze=False)
@@ -377,8 +379,6 @@ def plot_sampling(result, path, target=TARGET):
 
 def write_sampling(result, out):
     """Write ``sampling.json``, ``sampling.csv``, ``sampling_summary.csv``, ``sampling.png``."""
-    from ksvd_bench.report import write_csv, write_json
-
     out = Path(out)
     columns = list(ROW_FIELDS) + sorted({k for r in result["rows"] for k in r} - set(ROW_FIELDS))
     table = summary(result)
@@ -407,10 +407,6 @@ def rpcholesky_at_scale(n=100_000, *, rank=20, n_pivots=None, d=64, gamma=5.0, s
     every study (1 by default: on a shared machine an oversubscribed 2-thread BLAS ran the
     same Gram products 10x slower).
     """
-    import solvers
-    from ksvd_bench.kernels import KernelSource
-    from ksvd_bench.threads import solver_threads
-
     P = make_family("rare", n, rank=rank, d=d, gamma=gamma, random_state=seed)
     k = n_pivots or 4 * rank
     with solver_threads(threads):

@@ -12,9 +12,13 @@ import struct
 import zlib
 from pathlib import Path
 
+import numpy as np
+
 from ksvd_bench.report.files import atomic_path
+from ksvd_bench.report.profiles import data_profile, performance_profile
 from ksvd_bench.report.status import _num as _finite  # float, or None: missing, not finite
-from ksvd_bench.report.status import base_solver
+from ksvd_bench.report.status import applies, base_solver, is_right
+from ksvd_bench.report.winners import verdicts
 
 __all__ = [
     "save_figure",
@@ -30,6 +34,7 @@ __all__ = [
 
 def save_figure(fig, path, *, dpi=110):
     """Save a matplotlib figure as PNG at ``path``, atomically, and close it; returns the path."""
+    # matplotlib: loaded only when a figure is drawn (start-up)
     import matplotlib.pyplot as plt
 
     path = Path(path)
@@ -51,6 +56,7 @@ def figure_data_uri(fig, *, dpi=100):
     by chance about one time in ten): the first of :func:`_png_variants` whose text does not
     is used.
     """
+    # matplotlib: loaded only when a figure is drawn (start-up)
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -130,6 +136,7 @@ def _new_figure(width, height, n_panels, *, title=False):
     """A figure of ``n_panels`` panels in a row sharing y, with fixed margins (in inches) and
     room for the legend at the right. Fixed margins, not a layout engine: the figures of a
     page are alike, and constrained layout costs more than the drawing itself."""
+    # matplotlib: loaded only when a figure is drawn (start-up)
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width + _LEGEND_WIDTH, height))
@@ -192,6 +199,7 @@ def _legend(fig, axes):
 
 def _log_axis(axis):
     """Major ticks only on a log axis (minor labels such as 3x10^0 overlap on short ranges)."""
+    # matplotlib: loaded only when a figure is drawn (start-up)
     from matplotlib.ticker import LogLocator, NullFormatter
 
     axis.set_major_locator(LogLocator(base=10, numticks=12))
@@ -211,8 +219,6 @@ def _history(rows):
 def _sweep_points(rows, x_key, floor=_ERROR_FLOOR):
     """``(points, efforts)``: per effort, (x, median value, min value, max value) over seeds,
     sorted by effort, and the efforts in that order."""
-    import numpy as np
-
     by_effort = {}
     for p in _history(rows).values():
         x, v = _finite(p.get(x_key)), _finite(p.get("value"))
@@ -259,8 +265,6 @@ def _hollow_checks(rows):
     Read from the rows' sweeps at each eps (each point's ``status`` is judged at its row's
     eps); a stopping-rule row judges its own stop, not the race, and is left out.
     """
-    import numpy as np
-
     judged = {}  # effort -> eps -> [points over seeds]
     for row in rows:
         eps = _finite(row.get("eps"))
@@ -303,9 +307,6 @@ def curve_marks(rows):
         products are with a structured operator, not passes over G).
         ``not_applicable``: solvers that do not apply to the problem (not drawn).
     """
-    from ksvd_bench.report.status import applies, is_right
-    from ksvd_bench.report.winners import verdicts
-
     rows = list(rows)
     found = {_finite(v["eps"]): v for v in verdicts(rows)}
     winners = {eps: (v["winner"], v.get("raced_winner")) for eps, v in found.items() if v["winner"]}
@@ -439,8 +440,6 @@ def time_to_accuracy_figure(rows, *, title=None, colors=None):
     -------
     matplotlib.figure.Figure
     """
-    import numpy as np
-
     rows = list(rows)
     by_solver = {}
     for row in rows:
@@ -540,9 +539,6 @@ def profiles_figure(table, *, title=None, colors=None, tau_max=100.0):
     -------
     matplotlib.figure.Figure
     """
-    import numpy as np
-
-    from ksvd_bench.report.profiles import data_profile, performance_profile
 
     solvers = table["solvers"]
     colors = colors or solver_colors(base_solver(s) for s in solvers)

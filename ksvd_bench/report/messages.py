@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 import textwrap
 
+from ksvd_bench.report.status import base_solver
 from ksvd_bench.report.tables import TEXT_WIDTH
+from ksvd_bench.report.winners import warning_counts
 from ksvd_bench.scoring import clip_message as clip
 
 __all__ = ["clip", "message_templates", "strip_solver", "warning_summary"]
@@ -129,9 +131,6 @@ def warning_summary(rows, *, others=(), width=TEXT_WIDTH, most=12):
     list of str
         Empty when nothing warned.
     """
-    from ksvd_bench.report.status import base_solver
-    from ksvd_bench.report.winners import warning_counts
-
     counts = warning_counts(rows)
     carried = {clip(m) for r in rows for m in (r.get("warnings") or [])}
     lines = []

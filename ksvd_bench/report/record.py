@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import sys
 
+import numba
 import numpy as np
+import scipy
 
 __all__ = ["machine_info"]
 
 
 def machine_info():
     """Machine, library versions, BLAS and thread settings, for the record of a run."""
-    import numba
-    import scipy
+    # start-up: scikit-learn and threadpoolctl load only when a record is written
     import sklearn
     from threadpoolctl import threadpool_info
 
     try:
-        import importlib.util
-
         svml = importlib.util.find_spec("intel_cmplr_lib_rt") is not None
     except (ImportError, ValueError):
         svml = False

@@ -92,6 +92,7 @@ def progress_bar(iterable=None, *, total=None, desc=None, enabled=True, unit="it
     two-minute run); after that, steps differ in cost by 100x. Counts and elapsed time are
     what the bar can say truthfully.
     """
+    # tqdm.auto probes for Jupyter when imported: only when a bar is drawn
     from tqdm.auto import tqdm
 
     return tqdm(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numbers
 
 from ..validation import Tracked, check_choice
+from . import basic
 from ._selection import Selection
 from .aca import select_aca
 from .arp import arp_pivots, select_arp
@@ -81,8 +82,6 @@ def select_rows_cols(src, n_rows, n_cols, *, sampling, rng, rank):
         return select_arp(src, n_rows, n_cols, rng=rng, rank=rank)
     if sampling == "aca":
         return select_aca(src, n_rows, n_cols, rng=rng, rank=rank)
-    from . import basic
-
     # uniform or norm: norm sampling reads the norms through the counting wrapper (one pass,
     # or the source's own row/column norms)
     if not isinstance(src, Tracked):

@@ -14,7 +14,9 @@ missing GPU or a broken CUDA target.
 
 from __future__ import annotations
 
-from ._cuda_import import CudaUnavailableError  # numpy only: imports no CUDA target
+from solvers import check_choice
+
+from ._cuda_import import CudaUnavailableError, simulated  # numpy only: imports no CUDA target
 
 __all__ = [
     "DEVICES",
@@ -30,14 +32,13 @@ DEVICES = ("cpu", "cuda")
 
 def check_device(device):
     """The backend ``device`` names ("cpu" or "cuda", any case), else a clear error."""
-    from solvers import check_choice
-
     return check_choice("device", device, DEVICES)
 
 
 def backend_class(device):
     """The backend class of ``device`` ("cpu" or "cuda"; cuda is imported only here)."""
     if check_device(device) == "cpu":
+        # start-up: the CPU kernels are compiled (or loaded from Numba's cache) on import
         from .cpu import CpuBackend
 
         return CpuBackend
@@ -56,8 +57,6 @@ def backend_class(device):
 def cuda_simulated():
     """True when ``device="cuda"`` runs on Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``,
     read when Numba is first imported): its timings mean nothing."""
-    from ._cuda_import import simulated
-
     return simulated()
 
 
@@ -73,6 +72,7 @@ def cuda_kernel_resources(arch="sm_90", *, kernel=None, dtype=None, cy=None):
     NVRTC libraries and ``ptxas`` or nvJitLink, not a GPU; raises
     :class:`CudaUnavailableError` naming what is missing.
     """
+    # numba-cuda: an optional dependency (ksvd-bench[cuda]), loaded only here
     from ._cuda_ptx import kernel_resources
 
     return kernel_resources(arch, kernel=kernel, dtype=dtype, cy=cy)

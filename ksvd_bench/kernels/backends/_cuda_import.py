@@ -24,6 +24,7 @@ import importlib.metadata
 import importlib.util
 
 import numpy as np
+from numba.core import config
 
 __all__ = [
     "PIN",
@@ -53,8 +54,6 @@ class CudaUnavailableError(RuntimeError):
 
 def simulated():
     """True when Numba runs CUDA kernels on its CPU simulator (``NUMBA_ENABLE_CUDASIM=1``)."""
-    from numba.core import config
-
     return bool(config.ENABLE_CUDASIM)
 
 
@@ -87,6 +86,7 @@ def _initialise(dist):
     the first compile (and where numpy 2.5 breaks 0.30.4); nothing for the others."""
     if dist != "numba-cuda" or not _installed_module("numba.cuda.descriptor"):
         return
+    # numba-cuda: an optional dependency (ksvd-bench[cuda]), checked installed above
     from numba.cuda.descriptor import cuda_target
 
     cuda_target.typing_context.refresh()

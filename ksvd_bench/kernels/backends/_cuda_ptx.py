@@ -60,6 +60,7 @@ def kernel_ptx(arch="sm_90", *, kernel=None, dtype=None, cy=None):
             "target: unset NUMBA_ENABLE_CUDASIM"
         )
     cuda = import_cuda()
+    # numba-cuda: an optional dependency (ksvd-bench[cuda]); import_cuda() checked it above
     from ._cuda_kernels import variants
 
     cc = _cc(arch)
@@ -136,6 +137,7 @@ def _ptxas(tool, ptx, arch):
 
 def _nvjitlink(ptx, arch):
     """``(log, cubin)`` of nvJitLink (verbose) on one PTX."""
+    # cuda-bindings: optional (it comes with numba-cuda), needed without ptxas only
     from cuda.bindings import nvjitlink
 
     data = ptx.encode()

@@ -155,6 +155,7 @@ class _Threads:
             numba.set_num_threads(1)
         if self.blas:
             if _Threads._controller is None:
+                # start-up: threadpoolctl loads only when BLAS threads are first limited
                 from threadpoolctl import ThreadpoolController
 
                 _Threads._controller = ThreadpoolController()

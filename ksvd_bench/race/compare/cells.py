@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ksvd_bench.metrics import eta
+from ksvd_bench.driver import solve_to_tolerance
+from ksvd_bench.metrics import eta, residual_estimate, sv_error, triplet_residual
 from ksvd_bench.race.common import (
     POINT_ONLY,
     RESIDUAL_SUFFIX,
@@ -47,6 +48,7 @@ from ksvd_bench.race.paper_runtime import (
 )
 from ksvd_bench.race.problems import Problem
 from ksvd_bench.scoring import lowrank_score
+from solvers import svd
 
 __all__ = [
     "Context",
@@ -182,8 +184,6 @@ class Context:
         """The whole-triplet fields of an answer this study solved itself (not the driver):
         singular-value error and triplet residual against the reference, the warnings
         ``caught`` while solving, the solver's own ``reliable``."""
-        from ksvd_bench.metrics import sv_error, triplet_residual
-
         rank = self.settings.rank
         return {
             "sv_error": sv_error(self.reference, answer, rank=rank),
@@ -254,8 +254,6 @@ def _cell_runs(ctx, method, measure, cap):
 
 def _solve(ctx, method, measure, eps, seed, cap, **kwargs):
     """One driver sweep of a raced entry to ``eps`` under ``measure``."""
-    from ksvd_bench.driver import solve_to_tolerance
-
     s = ctx.settings
     solver, extra = solver_of(method)
     options = {"track_residual": s.residual, **driver_options(measure), **kwargs}
@@ -333,9 +331,6 @@ def _tsvd_cells(ctx):
     ``[stop=residual]`` rows read the same seed-1 answer, stopped when its residual estimate
     is <= eps.
     """
-    from ksvd_bench.driver import solve_to_tolerance
-    from ksvd_bench.metrics import residual_estimate
-
     s = ctx.settings
     cells = {m: {e: [] for e in s.eps} for m in s.measures}
     res_rows = {m: [] for m in s.measures}
@@ -472,8 +467,6 @@ def _attach_e2e(ctx, method, cell, measure, cache):
     SNE normaliser and the centring means). One seed per row keeps the cost down; ``cache``
     shares runs between rows at the same (effort, seed).
     """
-    from solvers import svd
-
     run = next((r for r in cell if r["converged"]), None)
     if run is None:
         return
@@ -710,9 +703,6 @@ def _e2e_fields(problem, method, runs, seconds):
 
 def structured_rows(ctx):
     """The exact "tsvd (structured)" entry: operator build + ARPACK, end to end."""
-    from ksvd_bench.metrics import residual_estimate
-    from solvers import svd
-
     s, problem = ctx.settings, ctx.problem
     # Warm-up: compiles the structured kernels and ARPACK's path on this very problem (its
     # warnings are those of the timed solves, which record them).

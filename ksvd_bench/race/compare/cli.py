@@ -9,6 +9,8 @@ sub-commands are in :mod:`ksvd_bench.race.commands`.
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 from pathlib import Path
 
 from ksvd_bench.cliargs import (
@@ -19,6 +21,7 @@ from ksvd_bench.cliargs import (
     positive_int,
     unit_interval,
 )
+from ksvd_bench.datasets import DatasetError
 from ksvd_bench.race.commands import (
     METHODS,
     add_kernel_arguments,
@@ -29,6 +32,8 @@ from ksvd_bench.race.commands import (
     problems_from_args,
 )
 from ksvd_bench.race.common import VARIANTS
+from ksvd_bench.race.compare import format_compare, readme_table, run_compare, write_record
+from ksvd_bench.race.compare.files import load_record
 from ksvd_bench.race.compare.settings import (
     DEFAULT_MEASURES,
     DEFAULT_SEEDS,
@@ -49,6 +54,8 @@ from ksvd_bench.race.problems import (
     SHAPED_DATASETS,
     dataset_shape,
 )
+from ksvd_bench.report import check_out_dir, headline
+from ksvd_bench.report.messages import warning_summary
 
 __all__ = ["add_compare", "check_compare", "ignored_flags", "run_compare_command"]
 
@@ -278,16 +285,12 @@ def check_compare(args, parser):
     ``--record`` and ``--readme-table``."""
     _resolve_defaults(args)
     if args.readme_table is not None:
-        from ksvd_bench.race.compare.files import load_record
-
         try:
             load_record(args.readme_table)
         except ValueError as exc:
             fail(parser, "--readme-table", str(exc))
         return
     if args.record is not None:
-        from ksvd_bench.report import check_out_dir
-
         try:
             check_out_dir(Path(args.record).parent or ".", "--record")
         except ValueError as exc:
@@ -412,13 +415,6 @@ def run_compare_command(args):
     (``--table``), the files written, then the headline (at most 30 lines) ending with the
     path of ``report.html``.
     """
-    import sys
-    import warnings
-
-    from ksvd_bench.datasets import DatasetError
-    from ksvd_bench.race.compare import format_compare, readme_table, run_compare, write_record
-    from ksvd_bench.report import headline
-    from ksvd_bench.report.messages import warning_summary
 
     if args.readme_table is not None:
         print(readme_table(args.readme_table), end="")

@@ -22,6 +22,7 @@ from ksvd_bench.race.common import (
     num,
     ratio_text,
 )
+from ksvd_bench.report import write_csv, write_json, write_report
 from ksvd_bench.report.winners import seeds_mark
 
 __all__ = [
@@ -125,8 +126,6 @@ def write_compare_files(result, out):
     dict
         ``{"json": path, "csv": path, "runs_csv": path, "report": path}`` (str).
     """
-    from ksvd_bench.report import write_csv, write_json, write_report
-
     out = Path(out)
     return {
         "json": str(
@@ -147,8 +146,6 @@ def write_record(result, path):
     """Keep a run as a record for the repository: its rows (without their sweeps) and meta
     (machine, load averages, the regenerating command), not the per-seed runs. Written
     atomically; returns the path."""
-    from ksvd_bench.report import write_json
-
     recorded = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     rows = [{k: v for k, v in r.items() if k != "history"} for r in result.rows]
     return write_json(path, {"recorded_at": recorded, "meta": result.meta, "rows": rows})

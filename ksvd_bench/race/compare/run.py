@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ksvd_bench.driver import effort_schedule, reference_svd
+from ksvd_bench.metrics import CLUSTER_RTOL
 from ksvd_bench.race.common import (
     RESIDUAL_SUFFIX,
     STRUCTURED_NAME,
@@ -52,6 +54,8 @@ from ksvd_bench.race.paper_runtime import (
     PAPER_WEIGHTS,
 )
 from ksvd_bench.race.problems import Problem, build_problem
+from ksvd_bench.report import check_out_dir, machine_info, progress_bar
+from ksvd_bench.report.status import measure_label
 from ksvd_bench.threads import solver_threads
 
 __all__ = ["CompareResult", "run_compare", "problem_reference"]
@@ -122,9 +126,6 @@ def problem_reference(problem, rank, *, cache_dir=None):
     """The reference of a problem: its exact top-``rank`` SVD (block Krylov to 1e-10 on a lazy
     one), cached under ``cache_dir`` by the problem's definition. ``suite`` computes it once
     per problem before the problem's cells start, so that parallel cells read the cache."""
-    from ksvd_bench.driver import reference_svd
-    from ksvd_bench.metrics import CLUSTER_RTOL
-
     if problem.is_lazy:  # G is never formed: block Krylov (problems.krylov_reference)
         return problem.lazy_reference(rank, cache_dir=cache_dir)
     return reference_svd(
@@ -172,8 +173,6 @@ def _resolve_cap(max_effort, method, rank, shape):
     quarter of the columns. A solver that needs more is reported as not converged at the cap,
     with its best value.
     """
-    from ksvd_bench.driver import effort_schedule
-
     option = effort_option(method)
     if option is None:
         return None
@@ -262,8 +261,6 @@ def _load_average():
 def _seeds_run(rows):
     """The seeds each raced cell ran: ``{dataset: {method: {measure: n}}}`` (its rows at every
     eps share them); fewer than ``n_seeds`` where the cell's budget ran out first."""
-    from ksvd_bench.report.status import measure_label
-
     out = {}
     for r in rows:
         if r["stop"] == "reference":
@@ -461,8 +458,6 @@ def run_compare(
         seeds, repeats, budget or limit, an eps outside (0, 1) (at eps >= 1 every answer is
         right), more threads than Numba's pool, an ``out`` that cannot be written.
     """
-    from ksvd_bench.report import check_out_dir, machine_info, progress_bar
-
     datasets = check_datasets(datasets)
     if cache_dir is None and out is not None:
         cache_dir = Path(out) / "reference_cache"

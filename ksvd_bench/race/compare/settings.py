@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+import solvers
 from ksvd_bench.race.common import (
     POINT_ONLY,
     VARIANTS,
@@ -147,8 +148,6 @@ def _check_measures(weights):
 
 
 def _check_methods(methods):
-    import solvers
-
     methods = list(DEFAULT_METHODS if methods is None else dict.fromkeys(methods))
     allowed = tuple(solvers.METHODS) + tuple(VARIANTS)
     for m in methods:

@@ -14,6 +14,7 @@ from ksvd_bench.race.common import (
     ratio_text,
 )
 from ksvd_bench.race.paper_runtime import LOWRANK, PAPER_METHOD_NAMES
+from ksvd_bench.report import format_table, wrap_note
 from ksvd_bench.report.winners import seeds_mark
 
 __all__ = ["format_compare", "display_row"]
@@ -184,8 +185,6 @@ def format_compare(result, *, wide=False):
     ``wide=True`` adds the effort range, kernel time, worst and best values, the residual
     estimate, the triplet residual and the paper's seconds.
     """
-    from ksvd_bench.report import format_table, wrap_note
-
     meta = result.meta
     columns = _WIDE if wide else _NARROW
     blocks = []

@@ -11,6 +11,7 @@ its solve (``n_warnings``, ``warnings``) and of its warm-up (``warm_up_warnings`
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import multiprocessing
 import platform
@@ -18,9 +19,14 @@ import resource
 import time
 import traceback
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+from scipy import linalg
 
+import solvers
+from ksvd_bench.driver import reference_svd
+from ksvd_bench.metrics import CLUSTER_RTOL, subspace_error, sv_error
 from ksvd_bench.race.common import counting_warnings, warning_fields
 from ksvd_bench.race.scale.problems import (
     DENSE_REFERENCE_MAX_ENTRIES,
@@ -33,7 +39,11 @@ from ksvd_bench.race.scale.problems import (
     make_data,
     make_source,
 )
+from ksvd_bench.race.scale.runners import RUNNERS
+from ksvd_bench.report import write_json
 from ksvd_bench.roofline import blas_ns_per_entry, entry_rates
+from ksvd_bench.threads import solver_threads
+from solvers import fix_signs, source_to_dense
 
 __all__ = ["run_cell", "compute_reference", "run_isolated", "CellRunner", "score_cell"]
 
@@ -52,6 +62,7 @@ def _cpu_seconds():
 
 
 def _current_rss_bytes():
+    # psutil: optional (it comes with ksvd-bench[dask] and [test]), not a core dependency
     try:
         import psutil
     except ImportError:  # pragma: no cover - psutil is a dependency of dask[distributed]
@@ -65,6 +76,7 @@ def _connected(client, scheduler):
     if client is not None or scheduler is None:
         yield client
         return
+    # distributed: an optional dependency (ksvd-bench[dask]), needed on a cluster only
     from distributed import Client
 
     own = Client(scheduler, timeout="30s")
@@ -126,9 +138,6 @@ def run_cell(
         The measurements (keys of :data:`ROW_FIELDS` except the errors, which need the
         reference), and ``"answer"``: the SVDResult (only when ``result_path`` is None).
     """
-    from ksvd_bench.race.scale.runners import RUNNERS
-    from ksvd_bench.threads import solver_threads
-
     runner = RUNNERS[runner] if isinstance(runner, str) else runner
     options = runner.effort(spec)
     row = {
@@ -230,9 +239,6 @@ def _dense_reference(source, k):
     the singular values loses nothing measurable for the top-r subspace, whose error is about
     ``eps s_1^2 / (s_r^2 - s_{r+1}^2)``. The other side is ``G^T U / s`` (or ``G V / s``).
     """
-    from scipy import linalg
-
-    from solvers import fix_signs, source_to_dense
 
     G = np.asarray(source_to_dense(source), dtype=np.float64)
     wide = G.shape[0] <= G.shape[1]
@@ -250,8 +256,6 @@ def _dense_reference(source, k):
 
 def _krylov_reference(source, k, rank):
     """Block Krylov top-``k`` triplets, deepened until the Wedin estimate is small enough."""
-    import solvers
-
     for n_iter in REFERENCE_KRYLOV["n_iter"]:
         options = {"n_oversamples": REFERENCE_KRYLOV["n_oversamples"], "n_iter": n_iter}
         with counting_warnings() as caught:
@@ -299,10 +303,6 @@ def compute_reference(
         (the Wedin estimate) and ``residual``. With ``path`` the triplets are saved there
         (``.npz``), else returned under ``"answer"`` (a ``(U, s, V)`` tuple).
     """
-    from ksvd_bench.driver import reference_svd
-    from ksvd_bench.metrics import CLUSTER_RTOL
-    from ksvd_bench.threads import solver_threads
-
     with solver_threads(threads), _connected(client, scheduler) as dask_client:
         source = make_source(spec, make_data(spec), dask_client)
         t0 = time.perf_counter()
@@ -357,6 +357,7 @@ def _child(target, kwargs, conn):
 
 def _rss_of(pid):
     """Resident memory of process ``pid`` in bytes, or 0 if it cannot be read (gone)."""
+    # psutil: optional (it comes with ksvd-bench[dask] and [test]), not a core dependency
     import psutil
 
     try:
@@ -431,9 +432,6 @@ def _load_npz(path):
 
 def score_cell(row, answer, reference, rank):
     """Subspace and singular-value errors of one answer against the reference."""
-    from types import SimpleNamespace
-
-    from ksvd_bench.metrics import subspace_error, sv_error
 
     ref = SimpleNamespace(**reference)
     ans = SimpleNamespace(**answer)
@@ -509,8 +507,6 @@ class CellRunner:
             return None, {"label": "none", "kind": "none"}
         cached = None if cache_dir is None else Path(cache_dir) / f"{spec.key}.npz"
         if cached is not None and cached.exists() and cached.with_suffix(".json").exists():
-            import json
-
             return _load_npz(cached), json.loads(cached.with_suffix(".json").read_text())
         limit = None if self.time_limit is None else 4 * self.time_limit
         kwargs = dict(spec=spec, threads=self.threads, dense_max_entries=self.dense_max)
@@ -524,8 +520,6 @@ class CellRunner:
             info = out
             triplets = dict(zip(("U", "s", "V"), info.pop("answer"), strict=True))
         if cached is not None:
-            from ksvd_bench.report import write_json
-
             cached.parent.mkdir(parents=True, exist_ok=True)
             np.savez(cached, **triplets)
             write_json(cached.with_suffix(".json"), info)

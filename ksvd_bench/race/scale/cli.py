@@ -19,6 +19,25 @@ from ksvd_bench.cliargs import (
     positive_int,
     print_result,
 )
+from ksvd_bench.kernels.backends import backend_class
+from ksvd_bench.race.scale import (
+    DASK_METHODS,
+    DEFAULT_METHODS,
+    DEFAULT_PARTS,
+    DEFAULT_RANK,
+    DEFAULT_SIZES,
+    DEFAULT_TIME_LIMIT,
+    DENSE_REFERENCE_MAX_ENTRIES,
+    DEVICES,
+    PARTS,
+    QUICK_DENSE_REFERENCE_MAX_ENTRIES,
+    QUICK_SIZES,
+    QUICK_TIME_LIMIT,
+    RUNNERS,
+    format_scale,
+    run_scale,
+)
+from ksvd_bench.race.scale.files import load_merge_base
 
 __all__ = ["add_parser", "check", "run"]
 
@@ -52,16 +71,6 @@ def _size_list(text):
 
 def add_parser(subparsers):
     """Add ``scale`` to an argparse ``subparsers``; it sets ``func`` and ``check``."""
-    from ksvd_bench.race.scale import (
-        DEFAULT_RANK,
-        DEFAULT_SIZES,
-        DEFAULT_TIME_LIMIT,
-        DEVICES,
-        QUICK_SIZES,
-        QUICK_TIME_LIMIT,
-        RUNNERS,
-    )
-
     p = subparsers.add_parser(
         "scale",
         help="cost against size: seconds, passes, memory and accuracy per method",
@@ -205,15 +214,6 @@ def _fmt(sizes):
 
 def _resolve(args):
     """part list, sizes and methods per part from the flags (validated by :func:`check`)."""
-    from ksvd_bench.race.scale import (
-        DASK_METHODS,
-        DEFAULT_METHODS,
-        DEFAULT_PARTS,
-        PARTS,
-        QUICK_SIZES,
-        RUNNERS,
-    )
-
     parts = {"both": DEFAULT_PARTS, "all": PARTS}.get(args.part, (args.part,))
     sizes = {}
     for part in parts:
@@ -232,8 +232,6 @@ def _resolve(args):
 
 def check(args, parser):
     """Cross-flag checks, before any work: they stop with a usage error naming the flag."""
-    from ksvd_bench.race.scale import DEFAULT_SIZES, RUNNERS
-
     if args.sizes is not None and args.part in ("both", "all"):
         parser.error(
             "argument --sizes: needs --part a, b or c (the studies have different size ranges)"
@@ -269,9 +267,6 @@ def check(args, parser):
 def _check_device(args, parser):
     """--device cuda applies to parts b and c, and needs Numba's CUDA target and a GPU: known
     now."""
-    from ksvd_bench.kernels.backends import backend_class
-    from ksvd_bench.race.scale import DASK_METHODS
-
     if args.part == "a":
         parser.error(
             "argument --device: applies to parts b and c (part a's structured "
@@ -291,8 +286,6 @@ def _check_device(args, parser):
 
 def _check_merge(args, parser):
     """Read the scale.json that --merge extends now, before any cell is computed."""
-    from ksvd_bench.race.scale.files import load_merge_base
-
     try:
         load_merge_base(
             args.out,
@@ -306,14 +299,13 @@ def _check_merge(args, parser):
 def _cluster(args, methods):
     """``(client, scheduler)`` for :func:`run_scale`: the --scheduler address, a LocalCluster
     started here when a Dask method is asked for without one (closed at the end), or none."""
-    from ksvd_bench.race.scale import DASK_METHODS
-
     if args.scheduler is not None:
         yield None, args.scheduler
         return
     if not any(m in DASK_METHODS for names in methods.values() for m in names):
         yield None, None
         return
+    # distributed: an optional dependency (ksvd-bench[dask]), needed on a cluster only
     from distributed import Client, LocalCluster
 
     with LocalCluster(processes=True, dashboard_address=":0") as cluster, Client(cluster) as client:
@@ -322,15 +314,6 @@ def _cluster(args, methods):
 
 def run(args):
     """Run the study, print its tables and the files written; exit status 0."""
-    from ksvd_bench.race.scale import (
-        DEFAULT_TIME_LIMIT,
-        DENSE_REFERENCE_MAX_ENTRIES,
-        QUICK_DENSE_REFERENCE_MAX_ENTRIES,
-        QUICK_TIME_LIMIT,
-        format_scale,
-        run_scale,
-    )
-
     parts, sizes, methods = _resolve(args)
     time_limit = args.time_limit or (QUICK_TIME_LIMIT if args.quick else DEFAULT_TIME_LIMIT)
     dense_max = args.dense_reference_max or (

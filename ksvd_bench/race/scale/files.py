@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
 from ksvd_bench.race.scale.fit import best_cells
 from ksvd_bench.race.scale.problems import ACCURACY_TARGET, PART_TITLES, ROW_FIELDS
+from ksvd_bench.report import save_figure, write_csv, write_json
 
 __all__ = ["write_scale", "plot_scale", "load_merge_base", "merge_rows"]
 
 
 def write_scale(result, out):
     """Write ``scale.csv``, ``scale_exponents.csv``, ``scale.json`` and ``scale.png``."""
-    from ksvd_bench.report import write_csv, write_json
-
     out = Path(out)
     columns = list(ROW_FIELDS) + sorted({k for r in result.rows for k in r} - set(ROW_FIELDS))
     return {
@@ -65,8 +65,6 @@ def load_merge_base(out, problem):
         When the file cannot be read as a scale result, or its rows were made for another
         rank, seed, dtype or device (their timings and errors are not comparable).
     """
-    import json
-
     path = Path(out) / "scale.json"
     if not path.exists():
         return None
@@ -127,9 +125,11 @@ def _row_order(row):
 
 def plot_scale(result, path):
     """Log-log figure: seconds against N (top) and subspace error against N (bottom)."""
+    # matplotlib: loaded only when a figure is drawn (start-up)
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: loaded only when a figure is drawn (start-up)
     import matplotlib.pyplot as plt
 
     parts = sorted({r["part"] for r in result.rows}) or ["a"]
@@ -174,6 +174,5 @@ def plot_scale(result, path):
         if bottom.get_legend_handles_labels()[0]:
             bottom.legend(fontsize=8)
     fig.tight_layout()
-    from ksvd_bench.report import save_figure
 
     return save_figure(fig, path)

@@ -10,6 +10,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from ksvd_bench.datasets import make_clustered_points, make_directed_graph, make_rare_clusters
+from ksvd_bench.datasets.synthetic import rare_cluster_count
+from ksvd_bench.kernels import KernelSource, kernel_source
 from ksvd_bench.race.common import EFFORT_LABELS
 
 __all__ = [
@@ -163,16 +166,12 @@ def n_rare(rank):
     """How many of part c's ``rank`` clusters are rare: the family's one rule,
     :func:`~ksvd_bench.datasets.synthetic.rare_cluster_count` (6 of 20, 2 of 5, at least one
     and never all; ``rank >= 2``), as the sampling study draws them."""
-    from ksvd_bench.datasets.synthetic import rare_cluster_count
-
     return rare_cluster_count(rank)
 
 
 def make_data(spec):
     """The problem's data: ``{"adjacency": A}`` (part a) or ``{"X", "Z", "gamma"}`` (parts b
     and c; part c also ``"rare"``, the indices of its rare clusters)."""
-    from ksvd_bench.datasets import make_clustered_points, make_directed_graph, make_rare_clusters
-
     if spec.part == "a":
         return {"adjacency": make_directed_graph(spec.n, random_state=spec.seed).adjacency}
     if spec.part == "c":
@@ -201,8 +200,6 @@ def make_data(spec):
 def make_source(spec, data, client=None):
     """The lazy matrix source of the problem (part a: structured; parts b and c:
     ``from_points``, uncentred SNE with the family's gamma)."""
-    from ksvd_bench.kernels import KernelSource, kernel_source
-
     if spec.part == "a":
         return kernel_source(data["adjacency"], "sne", dtype=spec.dtype, client=client)
     return KernelSource.from_points(

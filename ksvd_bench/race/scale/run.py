@@ -33,7 +33,8 @@ from ksvd_bench.race.scale.problems import (
     effort_label,
 )
 from ksvd_bench.race.scale.runners import RUNNERS
-from ksvd_bench.threads import DEFAULT_THREADS
+from ksvd_bench.report import machine_info, progress_bar
+from ksvd_bench.threads import DEFAULT_THREADS, check_threads, solver_threads
 
 __all__ = ["ScaleResult", "run_scale"]
 
@@ -113,6 +114,7 @@ def _check_settings(parts, sizes, methods, rank, time_limit, dtype, device="cpu"
 def _check_memory_limit(memory_limit):
     """Bytes; None means half the physical memory."""
     if memory_limit is None:
+        # psutil: optional (it comes with ksvd-bench[dask] and [test]), not a core dependency
         import psutil
 
         return int(psutil.virtual_memory().total // 2)
@@ -127,9 +129,6 @@ def _check_memory_limit(memory_limit):
 
 def _machine_at(threads):
     """:func:`machine_info` under the thread counts the cells ran with, as the other studies."""
-    from ksvd_bench.report import machine_info
-    from ksvd_bench.threads import solver_threads
-
     with solver_threads(threads):
         return machine_info()
 
@@ -215,9 +214,6 @@ def run_scale(
     -------
     ScaleResult
     """
-    from ksvd_bench.report import progress_bar
-    from ksvd_bench.threads import check_threads
-
     parts, sizes, methods = _check_settings(parts, sizes, methods, rank, time_limit, dtype, device)
     if reference not in ("auto", "none"):
         raise ValueError(f"reference must be 'auto' or 'none', got {reference!r}")

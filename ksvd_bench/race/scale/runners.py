@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import solvers
 from ksvd_bench.race.scale.problems import PARTS, POINT_PARTS
 
 __all__ = [
@@ -30,8 +31,6 @@ class SolverCall:
     method: str
 
     def __call__(self, problem, rank, options, random_state):
-        import solvers
-
         return solvers.svd(
             problem.source(), rank, method=self.method, random_state=random_state, **options
         )
@@ -88,8 +87,6 @@ class SamplingCall:
     sampling: str
 
     def __call__(self, problem, rank, options, random_state):
-        import solvers
-
         return solvers.svd(
             problem.source(),
             rank,
@@ -184,6 +181,7 @@ RUNNERS = {
 
 def _solve_svd_compressed(problem, rank, options, random_state):
     """Dask's own ``svd_compressed`` on G as ``map_blocks`` tiles of the same source."""
+    # dask: an optional dependency (ksvd-bench[dask]), needed for this peer only
     from ksvd_bench.kernels.distributed import svd_compressed
 
     return svd_compressed(problem.source(), rank, random_state=random_state, **options)

@@ -16,6 +16,7 @@ from ksvd_bench.race.scale.fit import (
     best_cells,
 )
 from ksvd_bench.race.scale.problems import ACCURACY_TARGET, PART_TITLES
+from ksvd_bench.report import format_table, wrap_note
 
 __all__ = ["format_scale"]
 
@@ -94,8 +95,6 @@ def _fit_notes(exponents):
 def format_scale(result, *, wide=False):
     """Terminal text: per part the cells and the references, then the best cells and the
     fitted exponents (with the reason where a fit was not made)."""
-    from ksvd_bench.report import format_table, wrap_note
-
     meta = result.meta
     blocks = []
     for part in sorted({r["part"] for r in result.rows}):
