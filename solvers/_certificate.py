@@ -344,7 +344,7 @@ def power_certificate(
     Returns a dict:
 
     * ``lower`` (k,): lower bounds on ``sigma_i(G)`` (interlacing, elementwise best);
-    * ``deflated``: the lower bound on ``||D||_2`` (see the module docstring);
+    * ``deflated``: the lower bound on ``||D||_2`` (the manual: "Why the certificate holds");
     * ``residual``: ``max(||(I - U U^T) G V||_2, ||U^T G (I - V V^T)||_2)``, exact to
       rounding (NaN until both sides were multiplied);
     * ``rayleigh``: the singular values of ``U^T G V`` (lower bounds on ``sigma_i(G)``);
@@ -719,7 +719,8 @@ def sampled_certificate(src, U, s, V, budget, rng):
 
     Reads ``n_r`` uniformly random rows and ``n_c`` columns (``budget`` entries split evenly
     between the sides, at least one of each) through the source's ``rows``/``cols``, which
-    lazy sources compute in tiles. See the module docstring for what is proven.
+    lazy sources compute in tiles. The manual ("Why the certificate holds") says what is
+    proven.
 
     Returns a dict: ``rows``, ``cols``, ``entries``, ``seconds``, ``deflated`` (the lower
     bound on ``max(||(I - U U^T) G||, ||G (I - V V^T)||)``), ``fro_error`` (estimate of
@@ -768,7 +769,7 @@ def sampled_certificate(src, U, s, V, budget, rng):
 def power_miss_probability(ratio, n_passes, dim, width=N_EXTRA):
     """Bound on the chance that ``n_passes`` products from ``width`` Gaussian starts in a
     ``dim``-dimensional space all stay below ``theta`` when ``||D||_2 = ratio * theta``
-    (Kuczynski & Wozniakowski 1992; see the module docstring)."""
+    (Kuczynski & Wozniakowski 1992; see the manual, "Why the certificate holds")."""
     if ratio <= 1 or n_passes < 1 or width < 1:
         return 1.0
     single = min(1.0, 0.824 * np.sqrt(dim) * ratio ** (-float(n_passes)))
@@ -800,10 +801,10 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
 
     ``lower``: lower bounds on ``sigma_i(G)`` (inflation above ``CHECK_FACTOR`` times them,
     or values ``MISS_SLACK`` below them, are flagged). ``deflated``: ``(value, how)`` pairs,
-    lower bounds on the deflated norm (see the module docstring). ``bounds``: the dict of
-    :func:`certify` with ``sin_theta_bound`` and ``sv_error_bound`` (:func:`triplet_bounds`;
-    above ``SUBSPACE_TOL`` / ``VALUE_TOL``, infinite or NaN: unreliable). NaN anywhere is a
-    check that could not run: unreliable. ``failed`` (a list) receives the names of the
+    lower bounds on the deflated norm (see the manual, "Why the certificate holds").
+    ``bounds``: the dict of :func:`certify` with ``sin_theta_bound`` and ``sv_error_bound``
+    (:func:`triplet_bounds`; above ``SUBSPACE_TOL`` / ``VALUE_TOL``, infinite or NaN:
+    unreliable). NaN anywhere is a check that could not run: unreliable. ``failed`` (a list) receives the names of the
     checks that failed: ``"values"``, ``"missed"`` and ``"vectors"`` (evidence that the
     answer is wrong: a value off its bounds, a direction outside the answer, vectors that are
     not orthonormal or not paired with the values: ``bounds``' ``orthonormality_error`` above

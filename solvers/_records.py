@@ -76,11 +76,11 @@ class Certificate(Record):
     """The product certificate of an answer, ``info["certificate"]``.
 
     Built by :func:`solvers._certificate.certify` (``check_passes`` passes of products on the
-    answer, then a sampled check within a budget of entries); the proofs are in that module's
-    docstring. Every number is in the units of ``G``; NaN where a product was not finite or
-    the quantity was not computed, never 0. A field is absent where the certificate did not
-    compute it (``check_passes=0`` leaves only ``check_passes``, ``sampled``, ``threshold``
-    and ``failed``).
+    answer, then a sampled check within a budget of entries); the proofs are in the manual,
+    "Why the certificate holds". Every number is in the units of ``G``; NaN where a product
+    was not finite or the quantity was not computed, never 0. A field is absent where the
+    certificate did not compute it (``check_passes=0`` leaves only ``check_passes``,
+    ``sampled``, ``threshold`` and ``failed``).
 
     Attributes
     ----------
