@@ -799,18 +799,19 @@ def _threshold(s, shape, dtype):
 def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advice="", failed=None):
     """``reliable`` from every bound at hand, with one ``RuntimeWarning`` saying why not.
 
-    ``lower``: lower bounds on ``sigma_i(G)`` (inflation above ``CHECK_FACTOR`` times them,
-    or values ``MISS_SLACK`` below them, are flagged). ``deflated``: ``(value, how)`` pairs,
-    lower bounds on the deflated norm (see the manual, "Why the certificate holds").
-    ``bounds``: the dict of :func:`certify` with ``sin_theta_bound`` and ``sv_error_bound``
+    ``lower``: lower bounds on ``sigma_i(G)`` (inflation above ``CHECK_FACTOR`` times them, or
+    values ``MISS_SLACK`` below them, are flagged). ``deflated``: ``(value, how)`` pairs, lower
+    bounds on the deflated norm (see the manual, "Why the certificate holds"). ``bounds``: the
+    dict of :func:`certify` with ``sin_theta_bound`` and ``sv_error_bound``
     (:func:`triplet_bounds`; above ``SUBSPACE_TOL`` / ``VALUE_TOL``, infinite or NaN:
-    unreliable). NaN anywhere is a check that could not run: unreliable. ``failed`` (a list) receives the names of the
-    checks that failed: ``"values"``, ``"missed"`` and ``"vectors"`` (evidence that the
-    answer is wrong: a value off its bounds, a direction outside the answer, vectors that are
-    not orthonormal or not paired with the values: ``bounds``' ``orthonormality_error`` above
-    ``SUBSPACE_TOL`` or ``pairing_error`` above ``VALUE_TOL``) and ``"uncertified"`` (no evidence,
-    but :func:`triplet_bounds` does not certify the subspace or the values to 0.1, as on a
-    cluster or a flat tail at ``s_r``; checked only when the others pass).
+    unreliable). NaN anywhere is a check that could not run: unreliable. ``failed`` (a list)
+    receives the names of the checks that failed: ``"values"``, ``"missed"`` and ``"vectors"``
+    (evidence that the answer is wrong: a value off its bounds, a direction outside the answer,
+    vectors that are not orthonormal or not paired with the values: ``bounds``'
+    ``orthonormality_error`` above ``SUBSPACE_TOL`` or ``pairing_error`` above ``VALUE_TOL``)
+    and ``"uncertified"`` (no evidence, but :func:`triplet_bounds` does not certify the subspace
+    or the values to 0.1, as on a cluster or a flat tail at ``s_r``; checked only when the
+    others pass).
     """
     s = np.asarray(s, dtype=np.float64)
     failed = [] if failed is None else failed
