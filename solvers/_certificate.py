@@ -962,10 +962,12 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
     ``sv_error_bound`` (NaN where not computed), ``orthonormality_error`` and
     ``pairing_error`` (:func:`_triplet_errors`; absent where the bounds were not computed),
     ``starts``, ``miss_probability``,
-    ``threshold``, ``sampled`` (None when off) and ``failed`` (the names of the checks that
+    ``threshold``, ``seconds`` (its wall time), ``sampled`` (None when off) and ``failed``
+    (the names of the checks that
     failed, see :func:`judge`; ``["uncertified"]`` alone: no evidence against the answer,
     but its subspace or values are not certified to 0.1, as on a cluster at ``s_r``).
     """
+    t0 = time.perf_counter()
     N, M = src.shape
     rank = s.size
     lower, deflated, bounds = None, [], None
@@ -1053,4 +1055,5 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
         failed=failed,
     )
     cert["failed"] = sorted(set(failed))
+    cert["seconds"] = time.perf_counter() - t0
     return lower, reliable, cert

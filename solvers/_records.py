@@ -131,6 +131,9 @@ class Certificate(Record):
         alone: no evidence against the answer, but it is not certified to 0.1.
     certified_values : bool
         ``asym_nystrom``: whether its core's own check certifies the values.
+    seconds : float
+        Wall time of the certificate's own work (its check passes, the sampled check and the
+        judging); probes fused into the solve's last product count to the solve.
     """
 
     __slots__ = ()
@@ -153,3 +156,4 @@ class Certificate(Record):
     sampled: dict | None
     failed: list
     certified_values: bool
+    seconds: float

@@ -131,6 +131,23 @@ def test_passes_column(synthetic_run):
     assert by[("block_krylov", 1e-9, "uniform")]["effort_param"] == "n_iter"
 
 
+def test_rows_show_the_certificates_share_of_the_solve(synthetic_run):
+    """Issue 32: a reader sees what the certificate costs. Each converged row of a certified
+    solver carries the median share of its solve time spent in the certificate; tsvd has
+    none, and a row that missed eps has no time to share."""
+    result, out = synthetic_run
+    by = {(r["method"], r["eps"], r["weights"]): r for r in result.rows if r["stop"] == "reference"}
+    for method in ("rsvd", "block_krylov", "generalized_nystrom"):
+        share = by[(method, 0.1, "uniform")]["cert_share"]
+        assert share is not None and 0 < share < 1, (method, share)
+    assert by[("tsvd", 0.1, "uniform")]["cert_share"] is None
+    missed = [r for r in result.rows if r["stop"] == "reference" and not r["converged"]]
+    assert missed and all(r["cert_share"] is None for r in missed)
+    runs = [r for r in result.runs if r["method"] == "rsvd" and r["converged"]]
+    assert runs and all(0 < r["cert_seconds"] < r["seconds"] for r in runs)
+    assert "certificate share" in (out / "report.html").read_text()
+
+
 def test_non_converged_rows_are_flagged_and_untimed(synthetic_run):
     result, _ = synthetic_run
     missed = [

@@ -34,7 +34,7 @@ from ksvd_bench.race.suite.cluster import check_cluster, local_cluster
 pytestmark = pytest.mark.filterwarnings("ignore:.*cannot be trusted:RuntimeWarning")
 
 #: fields of a row that are clocks (or ratios of clocks): everything else must match bit for bit
-TIMES = {"seconds", "e2e_seconds", "kernel_seconds", "speedup_vs_rsvd"}
+TIMES = {"seconds", "e2e_seconds", "kernel_seconds", "speedup_vs_rsvd", "cert_share"}
 
 
 def _answers(rows):
@@ -43,13 +43,16 @@ def _answers(rows):
     for row in rows:
         kept = {k: v for k, v in row.items() if k not in TIMES | {"history"}}
         kept["has_speedup"] = row.get("speedup_vs_rsvd") is not None
-        kept["history"] = [{k: v for k, v in h.items() if k != "seconds"} for h in row["history"]]
+        kept["history"] = [
+            {k: v for k, v in h.items() if k not in ("seconds", "cert_seconds")}
+            for h in row["history"]
+        ]
         out.append(kept)
     return out
 
 
 def _verdicts(records):
-    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+    return [{k: v for k, v in r.items() if k not in ("seconds", "cert_seconds")} for r in records]
 
 
 @pytest.fixture(scope="module")

@@ -165,6 +165,13 @@ def _check_norm_fro(norm_fro):
     return float(norm_fro)
 
 
+def _certificate_seconds(info):
+    """The wall time of the answer's certificate (None: it has none, or did not time it)."""
+    cert = info.get("certificate")
+    value = cert.get("seconds") if isinstance(cert, dict) else None
+    return None if value is None else float(value)
+
+
 def _unused(name, value, stop):
     return ValueError(
         f"{name}={value!r} is not used by stop={stop!r}: without a reference (none given, "
@@ -354,6 +361,7 @@ def _sweep(run, efforts, seeds, score, time_limit, caught_all):
                 "n_matvec": int(out.info.get("n_matvec", 0)),
                 "n_block_entries": int(out.info.get("n_block_entries", 0)),
                 "n_passes": float(out.info.get("n_passes", float("nan"))),
+                "cert_seconds": _certificate_seconds(out.info),
             }
         )
         if best is None or ranking < best[0] or (math.isnan(best[0]) and not math.isnan(ranking)):

@@ -204,6 +204,7 @@ def _rows_table(rows):
             + _status_cell(status)
             + _seeds_cell(r)
             + f"<td class='num'>{_num(r.get('seconds'))}</td>"
+            + f"<td class='num'>{_num(r.get('cert_share'))}</td>"
             + f"<td class='num'>{_num(r.get('n_passes'))}</td>"
             + f"<td class='num'>{_num(r.get('effort'))}</td>"
             + f"<td class='num'>{_num(r.get('value'))}</td>"
@@ -217,6 +218,7 @@ def _rows_table(rows):
             "status",
             "seeds",
             "seconds",
+            "certificate share",
             "passes",
             "effort",
             "value",

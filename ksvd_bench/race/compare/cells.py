@@ -104,6 +104,13 @@ def _history_passes(tr, i):
     return None if value is None or math.isnan(value) else float(value)
 
 
+def _share(part, whole):
+    """``part / whole`` (None where either is missing or ``whole`` is not positive)."""
+    if part is None or whole is None or not whole > 0:
+        return None
+    return float(part) / float(whole)
+
+
 def _passes(answer):
     value = answer.info.get("n_passes")
     return None if value is None else float(value)
@@ -312,6 +319,7 @@ def _seed_runs(ctx, method, measure, seed, cap):
                 "n_passes": _history_passes(tr, i),
                 "value": float(value),
                 "seconds": seconds,
+                "cert_seconds": tr.history[i].get("cert_seconds"),
                 "converged": conv,
                 "status": status_of(conv, judged["reliable"]),
                 "resid_est": None if math.isnan(est) else float(est),
@@ -600,6 +608,10 @@ def _summarise(ctx, runs, method, eps, measure):
         "n_passes": median([r.get("n_passes") for r in runs]),
         # A time is shown only when every seed reached eps: never time a miss as a hit.
         "seconds": median([r["seconds"] for r in runs]) if ok else None,
+        # the certificate's part of each seed's solve time (issue 32: a reader sees its price)
+        "cert_share": median([_share(r.get("cert_seconds"), r["seconds"]) for r in runs])
+        if ok
+        else None,
         "kernel_seconds": problem.kernel_seconds,
         "value": median(values) if ok else None,
         "value_worst": max(values),

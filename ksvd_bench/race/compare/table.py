@@ -42,6 +42,7 @@ _WIDE = [
     ("effort_range", "range"),
     ("n_passes", "passes"),
     ("seconds", "time s"),
+    ("cert_share", "cert"),
     ("kernel_seconds", "kernel s"),
     ("e2e_seconds", "e2e s"),
     ("value", "value"),
