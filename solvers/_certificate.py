@@ -858,16 +858,15 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
     theta = _threshold(s, shape, dtype) if s.size else 0.0
     for value, how in deflated:
         if not value <= theta:  # NaN: the check could not run
+            # a check that could not run proves nothing missing: it only rules nothing out
             what = (
-                "could not be computed (not finite)"
+                "could not be computed (not finite): a missing top direction is not ruled out"
                 if not np.isfinite(value)
-                else f"is {value:.3g}, above (1 + {MISS_SLACK}) s_{s.size} = {theta:.3g}"
+                else f"is {value:.3g}, above (1 + {MISS_SLACK}) s_{s.size} = {theta:.3g}: a "
+                "top direction is missing"
             )
             failed.append("missed")
-            reasons.append(
-                f"the norm of G outside the answer's span ({how}) {what}: a top direction "
-                "is missing"
-            )
+            reasons.append(f"the norm of G outside the answer's span ({how}) {what}")
     if bounds is not None and not reasons:
         more = _bound_reasons(s.size, bounds)
         if more:  # no evidence against the answer: the bounds do not certify it
