@@ -154,15 +154,20 @@ def _orth_against(Q, X, drop=1e-6, deflated=False):
     not orthogonal to ``Q``). ``deflated``: ``X`` is already ``_deflate(Q, X)``, so the
     first deflation is skipped (the second, after the eigenproblem, stays).
     """
+    floor = 0.0
     if not deflated:
+        # what deflation leaves of an X inside span(Q) is rounding: directions below
+        # ``drop`` times X's own size are dropped too (rescaled, they would be unit vectors
+        # far from orthogonal to Q, and the interlacing bounds built on them wrong)
+        floor = float(np.linalg.norm(X)) if np.all(np.isfinite(X)) else 0.0
         X = _deflate(Q, X)
     if X.shape[1] == 0 or not np.all(np.isfinite(X)):
         return X[:, :0]
-    W, _, Y = _gram(X)
+    W, scale, Y = _gram(X)
     if W is None:
         return X[:, :0]
     lam, E = linalg.eigh(W, check_finite=False)
-    keep = lam > lam[-1] * drop**2
+    keep = (lam > lam[-1] * drop**2) & (np.sqrt(np.maximum(lam, 0.0)) * scale > drop * floor)
     B = _deflate(Q, Y @ (E[:, keep] / np.sqrt(lam[keep])))
     # B is orthonormal to about eps / drop^2: one Cholesky QR step finishes it
     try:
@@ -318,7 +323,17 @@ def power_probe_bound(chain, n_probes, failure=PROBE_FAILURE):
 
 
 def power_certificate(
-    src, U, V, k, n_passes, rng, n_extra=N_EXTRA, fro2=None, n_probes=CHAIN_PROBES, known=None
+    src,
+    U,
+    V,
+    k,
+    n_passes,
+    rng,
+    n_extra=N_EXTRA,
+    fro2=None,
+    n_probes=CHAIN_PROBES,
+    known=None,
+    starts=None,
 ):
     """Everything ``n_passes`` products with ``G`` tell about the answer ``(U, V)``.
 
@@ -340,6 +355,14 @@ def power_certificate(
     (I - V V^T) (G^T W - G^T U U^T W)``, no pass), the known residual is taken as is, and
     the passes alternate starting on the other side: one pass gives both residuals and a
     two-product chain.
+
+    ``starts`` (``(X0, Y0)``, M x b and N x b, or None): the iterates' first blocks in place
+    of Gaussian ones (orthonormalised against ``V`` and ``U``), e.g. the directions a
+    Nystrom sample saw outside the answer. They must not depend on this call's randomness;
+    with them the split's fresh probes (``"split_probes"``: ``||D||^2 <= ||D X||^2 + ||D (I
+    - X X^T)||^2``, the second term from one product of Gaussian probes of the complement
+    of ``[V, X]``) are drawn from the first pass on, so that ONE pass already bounds
+    ``||D||`` by the part of ``D`` the starts did not see.
 
     Returns a dict:
 
@@ -404,8 +427,14 @@ def power_certificate(
         chain.update(on=side, W=Wn)
         return low
 
-    X = _orth_against(V, rng.standard_normal((M, b)))
-    Y = _orth_against(U, rng.standard_normal((N, b))) if two_sided else None
+    if starts is not None and known is None:
+        X = _orth_against(V, np.asarray(starts[0], np.float64))
+        Y = _orth_against(U, np.asarray(starts[1], np.float64)) if two_sided else None
+        b = X.shape[1]
+    else:
+        starts = None
+        X = _orth_against(V, rng.standard_normal((M, b)))
+        Y = _orth_against(U, rng.standard_normal((N, b))) if two_sided else None
     out = {
         "lower": np.zeros(k),
         "deflated": 0.0,
@@ -457,10 +486,11 @@ def power_certificate(
                 c["W"] = _deflate(basis, c["W"])
                 c["T"] = _orth_coefficients(c["W"])
             # the last pass: fresh probes of the complement of [basis, X], for the split
-            # ||D||^2 <= ||D X||^2 + ||D (I - X X^T)||^2 (X was fixed before they were drawn)
+            # ||D||^2 <= ||D X||^2 + ||D (I - X X^T)||^2 (X was fixed before they were
+            # drawn); a random first X sees nothing yet, given starts may
             fresh = (
                 [_deflate(np.hstack([basis, Xs]), rng.standard_normal((basis.shape[0], N_PROBES)))]
-                if i_pass == n_passes - 1 and Xs.shape[1] and i_pass > 0
+                if i_pass == n_passes - 1 and Xs.shape[1] and (i_pass > 0 or starts is not None)
                 else []
             )
             blk = np.hstack([basis, Xs] + [c["W"] for c in mine] + fresh)
@@ -811,7 +841,10 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
     ``orthonormality_error`` above ``SUBSPACE_TOL`` or ``pairing_error`` above ``VALUE_TOL``)
     and ``"uncertified"`` (no evidence, but :func:`triplet_bounds` does not certify the subspace
     or the values to 0.1, as on a cluster or a flat tail at ``s_r``; checked only when the
-    others pass).
+    others pass). A ``deflated`` value of None is a check that was not run (the sampled
+    certificate of a source whose set-up pass is pending): ``"not_run"``, and where nothing
+    else spoke the verdict is None (unknown), not False. Returns True, False or None; the
+    warning ends with the value it returns.
     """
     s = np.asarray(s, dtype=np.float64)
     failed = [] if failed is None else failed
@@ -857,7 +890,13 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
             )
     theta = _threshold(s, shape, dtype) if s.size else 0.0
     for value, how in deflated:
-        if not value <= theta:  # NaN: the check could not run
+        if value is None:  # a check that was not run: it rules nothing out, nothing in
+            failed.append("not_run")
+            reasons.append(
+                f"the norm of G outside the answer's span ({how}) was not measured: a "
+                "missing top direction is not ruled out"
+            )
+        elif not value <= theta:  # NaN: the check could not run
             # a check that could not run proves nothing missing: it only rules nothing out
             what = (
                 "could not be computed (not finite): a missing top direction is not ruled out"
@@ -872,14 +911,28 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
         if more:  # no evidence against the answer: the bounds do not certify it
             failed.append("uncertified")
         reasons += more
+    if reasons and failed == ["uncertified"]:
+        # no evidence against the answer: sharper bounds may certify it as it is
+        advice = "raise check_passes (each pass sharpens the bounds)" + (
+            f", or {advice}" if advice else ""
+        )
+    # only checks that were not run spoke: no evidence either way, the answer is unknown
+    verdict = None if reasons and set(failed) == {"not_run"} else not reasons
     if reasons:
+        said = (
+            "is unverified (info['reliable'] = None)"
+            if verdict is None
+            else "cannot be trusted (info['reliable'] = False)"
+        )
         warnings.warn(
-            f"{method}: " + "; ".join(reasons) + ": the answer cannot be trusted "
-            "(info['reliable'] = False)" + (f". To fix, {advice}" if advice else ""),
+            f"{method}: "
+            + "; ".join(reasons)
+            + f": the answer {said}"
+            + (f". To fix, {advice}" if advice else ""),
             RuntimeWarning,
             stacklevel=4,
         )
-    return not reasons
+    return verdict
 
 
 def _bound_reasons(r, b):
@@ -950,12 +1003,27 @@ def fused_known(basis_product, probe_product, W, transposed):
     return {"side": "left", "GtU": basis_product, "GtW": probe_product, "W": W}
 
 
-def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=None, known=None):
+def certify(
+    method,
+    src,
+    U,
+    s,
+    V,
+    rng,
+    dtype,
+    n_passes,
+    budget,
+    advice,
+    n_extra=None,
+    known=None,
+    starts=None,
+):
     """Run the certificates an answer's options ask for; ``lower, reliable, cert``.
 
     ``n_passes`` passes of :func:`power_certificate` (lower bounds, missed directions and,
     once both ``G V`` and ``G^T U`` are known, the bounds of :func:`triplet_bounds`), then
     :func:`sampled_certificate` within ``budget`` entries (0: off), then :func:`judge`.
+    ``starts``: the power iteration's first blocks (see :func:`power_certificate`).
     ``cert`` is ``info["certificate"]``: ``check_passes`` (passes spent), ``deflated``,
     ``deflated_upper``, ``upper_kind``, ``residual``, ``gap``, ``sin_theta_bound``,
     ``sv_error_bound`` (NaN where not computed), ``orthonormality_error`` and
@@ -974,14 +1042,19 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
     if n_passes:
         before = src.n_products
         fro2 = known_fro2(src)
-        if n_extra is not None:
+        if starts is not None:
+            width = starts[0].shape[1]
+        elif n_extra is not None:
             width = n_extra
         else:  # the block's upper bound (the Frobenius split) needs ||G||_F
             width = rank + CERT_EXTRA if fro2 is not None else 0
-        pc = power_certificate(src, U, V, rank, n_passes, rng, width, fro2=fro2, known=known)
+        pc = power_certificate(
+            src, U, V, rank, n_passes, rng, width, fro2=fro2, known=known, starts=starts
+        )
         lower, d, width = pc["lower"], pc["deflated"], pc["width"]
         passes = int(src.n_products - before)
-        deflated.append((d, f"{passes} product(s) of power iteration from {width} Gaussian starts"))
+        kind = "Gaussian" if starts is None else "sampled"
+        deflated.append((d, f"{passes} product(s) of power iteration from {width} {kind} starts"))
         sin, err, gap = triplet_bounds(s, pc)
         bounds = {
             "residual": float(pc["residual"]),
@@ -1026,7 +1099,7 @@ def certify(method, src, U, s, V, rng, dtype, n_passes, budget, advice, n_extra=
         cert["sampled"] = {"kind": "sampled", "skipped": reason, "budget": int(budget)}
         deflated.append(
             (
-                np.nan,
+                None,
                 "the sampled certificate (" + reason + "; run the set-up "
                 "first, e.g. setup='eager', or raise check_passes)",
             )

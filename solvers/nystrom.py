@@ -84,6 +84,12 @@ _ADVICE = (
 # ---------------------------------------------------------------------------------------------
 
 
+#: Directions beyond the rank in the certificate's starts (:func:`_sample_starts`): the
+#: split bound of its one pass is loose by what ``rank + START_EXTRA`` sampled directions
+#: of ``D`` leave out.
+START_EXTRA = 15
+
+
 def _floor(values, size, dtype):
     """Number of values kept by a pinv-style floor: ``v > v_max * size * eps``."""
     if values.size == 0 or values[0] <= 0:
@@ -417,7 +423,7 @@ def asym_nystrom(
     col_indices=None,
     orthogonalize=True,
     core=None,
-    check_passes=2,
+    check_passes=1,
     certificate_budget=None,
 ):
     """Asymmetric Nyström method (Tao et al. 2023) for the top singular triplets of ``G``.
@@ -638,8 +644,12 @@ def asym_nystrom(
     N, M = src.shape
     m, n = n_samples, n_rows
     extra = {}
+    starts = None
     if sampling == "rpcholesky":
-        U, s, V, numerical_rank, certified, extra = _rpcholesky(src, rank, m, rng, dtype)
+        # the factorisation's next triplets seed the certificate's pass (none when it is off)
+        more = max(0, min(START_EXTRA + rank, m, min(N, M)) - rank) if check_passes else 0
+        U, s, V, numerical_rank, certified, extra = _rpcholesky(src, rank, m, rng, dtype, more)
+        starts = extra.pop("_starts", None)
         ridx = cidx = None
     else:
         sel = _select(src, opts, rank, rng)
@@ -654,6 +664,8 @@ def asym_nystrom(
             U, s, V, numerical_rank, more = _paper_core(C, R, sel, rank, opts, (N, M), dtype)
             certified = False
         extra.update(more)
+        if check_passes:
+            starts = _sample_starts(C, R, U, V, START_EXTRA + rank)
     row_weights = extra.pop("_row_weights", None)
     if s.size < rank:
         U, s, V = _pad_triplets(U, s, V, rank, rng, "The sample")
@@ -674,6 +686,7 @@ def asym_nystrom(
             check_passes,
             certificate_budget * own,
             _ADVICE,
+            starts=starts,
         )
     cert["certified_values"] = bool(certified)
     if certificate_budget and _rows_alone(src, cert):
@@ -683,10 +696,6 @@ def asym_nystrom(
         rows = max(floor, int(certificate_budget * own) // (2 * M))
         cert["sampled_rows"] = row_sample_error(src, U, s, V, rows, rng, weights=row_weights)
         src.n_block_entries += cert["sampled_rows"]["rows"] * M  # the rows' normalisers
-        if reliable is False and not check_passes and cert["failed"] == ["missed"]:
-            # only the skipped sampled certificate spoke (a check that could not run):
-            # no evidence against the answer, none for it
-            reliable = None
     # True only with the product certificate's bounds: the sampled rows and columns, the
     # oblique norm and norm_bound() can say "wrong" or "unknown", never "right"
     reliable = final_reliable(reliable, cert)
@@ -795,12 +804,16 @@ def _select(src, opts, rank, rng):
     return sel
 
 
-def _rpcholesky(src, rank, n_pivots, rng, dtype):
-    """``sampling="rpcholesky"``: the triplets of the joint-kernel factorisation."""
+def _rpcholesky(src, rank, n_pivots, rng, dtype, more=0):
+    """``sampling="rpcholesky"``: the triplets of the joint-kernel factorisation; ``more``
+    further ones (its next directions) come back as ``info["_starts"]`` for the certificate."""
     from .sampling import rpcholesky_svd  # imported here: the package is optional
 
     before = _entries_read(src)
-    U, s, V, info = rpcholesky_svd(src, rank, n_pivots, rng=rng, dtype=dtype)
+    U, s, V, info = rpcholesky_svd(src, rank + more, n_pivots, rng=rng, dtype=dtype)
+    if more:
+        info["_starts"] = (V[:, rank:], U[:, rank:])
+        U, s, V = U[:, :rank], s[:rank], V[:, :rank]
     unseen = int(info.get("entries_read", 0)) - (_entries_read(src) - before)
     if unseen > 0:
         src.n_block_entries += unseen
@@ -811,6 +824,29 @@ def _rpcholesky(src, rank, n_pivots, rng, dtype):
     k = int(np.count_nonzero(s > 0))
     U, s, V = np.asarray(U[:, :k], dtype), np.asarray(s[:k], dtype), np.asarray(V[:, :k], dtype)
     return U, s, V, k, False, info
+
+
+def _sample_starts(C, R, U, V, width):
+    """The certificate's first blocks ``(X0, Y0)`` (M x w, N x w) from the sample itself.
+
+    ``X0``: the top ``width`` right singular vectors of the sampled rows outside the answer,
+    ``R (I - V V^T)``; ``Y0``: the top left ones of the sampled columns, ``(I - U U^T) C``.
+    The directions of ``G`` outside the answer that the sample saw are where a missed
+    direction, and most of ``D = (I - U U^T) G (I - V V^T)``, sit: one pass on them bounds
+    ``||D||`` by what they leave out (``power_certificate``'s split). Cost: the SVDs of an
+    ``N x m`` and an ``n x M`` block, the core's own order. No randomness: the starts are a
+    function of the sample, fixed before the certificate draws its probes.
+    """
+    Cd, Rd = np.asarray(C, np.float64), np.asarray(R, np.float64)
+    if not (np.all(np.isfinite(Cd)) and np.all(np.isfinite(Rd))):
+        return None  # the certificate's own Gaussian starts, and its products, say so
+    # orthonormal bases: the paper's raw extension returns neither orthonormal U nor V
+    Qu, Qv = (linalg.qr(np.asarray(B, np.float64), mode="economic")[0] for B in (U, V))
+    Cd = Cd - Qu @ (Qu.T @ Cd)
+    Rd = Rd - (Rd @ Qv) @ Qv.T
+    left = linalg.svd(Cd, full_matrices=False, check_finite=False)[0][:, :width]
+    right = linalg.svd(Rd, full_matrices=False, check_finite=False)[2][:width].T
+    return right, left
 
 
 def _stable_core(C, R, ridx, cidx, rank, dtype):

@@ -37,10 +37,18 @@ def test_orth_against_is_orthonormal_and_spans_the_deflated_part(scale):
 
 def test_orth_against_of_nothing_new():
     Q = _q(200, 5, 2)
-    # inside span(Q): what is left is rounding noise, and any orthonormal block orthogonal
-    # to Q is a valid test block; it must still be orthonormal and orthogonal to Q
-    B = _orth_against(Q, Q[:, :3])
-    assert np.abs(B.T @ B - np.eye(B.shape[1])).max() < 1e-13
+    # inside span(Q): what is left is rounding noise, dropped (rescaled to unit columns it
+    # would not be orthogonal to Q where Q fills the space: a 2 x 2 full-rank answer got
+    # a lower bound 1.4 sigma_1 from such a block)
+    assert _orth_against(Q, Q[:, :3]).shape == (200, 0)
+    full = _q(4, 4, 2)
+    assert _orth_against(full[:, :2], full[:, 2:] + full[:, :2]).shape == (4, 2)
+    assert _orth_against(full, np.ones((4, 2))).shape == (4, 0)
+    # a block with a new part keeps it, orthonormal and orthogonal to Q
+    X = Q[:, :3] + 1e-3 * np.random.default_rng(0).standard_normal((200, 3))
+    B = _orth_against(Q, X)
+    assert B.shape == (200, 3)
+    assert np.abs(B.T @ B - np.eye(3)).max() < 1e-13
     assert np.abs(Q.T @ B).max() < 1e-13
     assert _orth_against(Q, np.zeros((200, 2))).shape == (200, 0)
     assert _orth_against(Q, np.full((200, 2), np.nan)).shape == (200, 0)

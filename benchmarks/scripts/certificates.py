@@ -246,7 +246,7 @@ def relative_lowrank(G, U, fro):
     return float(np.linalg.norm(G - U @ (U.T @ G)) / fro)
 
 
-def sweep_answers(fams, seeds, rows, grown=False):
+def sweep_answers(fams, seeds, rows, grown=False, methods=None):
     svds = {}
     for name, (build, ranks) in fams.items():
         t0 = time.perf_counter()
@@ -260,6 +260,8 @@ def sweep_answers(fams, seeds, rows, grown=False):
             for r in (ranks,) if np.isscalar(ranks) else ranks:
                 todo = settings(r) + (check_settings(r) if grown else [])
                 for method, opts, label in todo:
+                    if methods and method not in methods:
+                        continue
                     source = G
                     if opts.get("sampling") == "rpcholesky":
                         if lazy is None or not hasattr(lazy, "joint_psd"):
@@ -594,6 +596,7 @@ def main(argv=None):
         "ones, false alarms by s_r / s_(r+1); no stop='estimate' runs; writes grown.json/.md",
     )
     ap.add_argument("--families", default="", help="comma-separated subset of the families")
+    ap.add_argument("--methods", default="", help="comma-separated subset of the methods")
     ap.add_argument(
         "--out", type=Path, default=OUT, help=f"folder for the .json and .md (default {OUT})"
     )
@@ -611,8 +614,9 @@ def main(argv=None):
             keep = set(args.families.split(","))
             fams = {k: v for k, v in fams.items() if k in keep}
             grown = {k: v for k, v in grown.items() if k in keep}
-        sweep_answers(fams, seeds, rows)
-        sweep_answers(grown, seeds, rows, grown=True)
+        methods = set(args.methods.split(",")) - {""}
+        sweep_answers(fams, seeds, rows, methods=methods)
+        sweep_answers(grown, seeds, rows, grown=True, methods=methods)
         fams = {**fams, **grown}
     else:
         sweep_answers(fams, seeds, rows)
