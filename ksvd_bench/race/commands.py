@@ -48,9 +48,14 @@ from ksvd_bench.race.sampling import (
     FAMILIES,
     PLAIN_RPCHOLESKY,
     SAMPLINGS,
+    SCALE_MIN_N,
+    SCALE_WARM_UP_N,
     format_sampling,
+    format_scale,
     sampling_study,
+    scale_study,
     write_sampling,
+    write_scale,
 )
 from ksvd_bench.race.spectrum import DEFAULT_FACTORS, format_spectrum, run_spectrum
 from ksvd_bench.report import format_table, machine_info, write_csv, write_json
@@ -378,7 +383,8 @@ def add_sampling(subparsers):
             "point sets with an SNE kernel: rare clusters (r clusters, 30% of them of weight "
             "0.02: 6 of 20, 2 of 5) and plain ones; report subspace error against entries "
             "read and against passes, and the clusters each sampler found. Writes "
-            "sampling.json, sampling.csv, sampling_summary.csv and sampling.png under --out."
+            "sampling.json, sampling.csv, sampling_summary.csv and sampling.png under --out. "
+            "With --scale N, the scale run instead (see 'scale run' below)."
         ),
     )
     p.add_argument("--n", type=positive_int, default=6000, help="N = M (default: %(default)s)")
@@ -417,13 +423,92 @@ def add_sampling(subparsers):
     p.add_argument(
         "--quick", action="store_true", help="N = M = 1200, r = 10, a short ladder (a CI-sized run)"
     )
+    g = p.add_argument_group(
+        "scale run",
+        "Instead of the race: RPCholesky (4 r pivots) on the rare-cluster family at a large "
+        "N = M, on a lazy SNE source that never runs its set-up pass, and no reference. The "
+        "answer runs twice beside each other on the same points: uncertified, then with its "
+        "row-sampled certificate (the solver's default budget). Before the timed runs an "
+        f"untimed warm-up at N = M = {SCALE_WARM_UP_N} compiles (or loads from cache) the "
+        "Numba kernels, so neither timing pays for compilation; generating the points is "
+        "timed apart. Reads --rank, "
+        "--threads and --seed; the race's flags (--n, --families, --samplings, --baselines, "
+        "--time-limit, --quick) are refused. Writes scale.json under --out.",
+    )
+    g.add_argument(
+        "--scale",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help=f"run the scale run at N = M = N (at least {SCALE_MIN_N}), e.g. 1000000",
+    )
+    g.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="with --scale: K rounds, each uncertified then certified (interleaved); the "
+        "summary gives the medians (default: %(default)s)",
+    )
     add_run_arguments(p, out_default="results/sampling")
     p.set_defaults(func=run_sampling_command, check=check_sampling, parser=p)
     return p
 
 
+#: the race's flags, which ``--scale`` refuses when set: (flag, dest)
+_RACE_FLAGS = (
+    ("--n", "n"),
+    ("--families", "families"),
+    ("--samplings", "samplings"),
+    ("--baselines", "baselines"),
+    ("--time-limit", "time_limit"),
+    ("--quick", "quick"),
+)
+
+
+def _typed(args, parser, dest):
+    """Whether the flag of ``dest`` was typed (``args.given``, set by the CLI's ``main``), or,
+    where that is unknown, set to other than its default."""
+    given = getattr(args, "given", None)
+    return dest in given if given is not None else getattr(args, dest) != parser.get_default(dest)
+
+
+def _check_scale(args, parser):
+    """``--scale``: its size and rank, and none of the race's flags."""
+    for flag, dest in _RACE_FLAGS:
+        if _typed(args, parser, dest):
+            fail(
+                parser,
+                "--scale",
+                f"runs the scale run alone (RPCholesky on the rare-cluster family), not "
+                f"the sampler race: drop {flag}",
+            )
+    if args.scale < SCALE_MIN_N:
+        fail(
+            parser,
+            "--scale",
+            f"must be >= {SCALE_MIN_N} (N = M: rank clusters, some rare, need their "
+            f"points), got {args.scale}",
+        )
+    if args.rank > args.scale // 4:
+        fail(parser, "--rank", f"must be <= --scale / 4 = {args.scale // 4}, got {args.rank}")
+    if args.rank < 2:
+        fail(
+            parser,
+            "--rank",
+            f"must be >= 2 for the rare family (rank clusters, some rare and some common), "
+            f"got {args.rank}",
+        )
+
+
 def check_sampling(args, parser):
     """Cross-flag checks of ``sampling``, before any work."""
+    if args.scale is not None:
+        _check_scale(args, parser)
+        check_out(args, parser)
+        return
+    if _typed(args, parser, "repeat"):
+        fail(parser, "--repeat", "applies to the scale run only: pass --scale N with it")
     if args.rank > args.n // 4:
         parser.error(f"argument --rank: must be <= --n / 4 = {args.n // 4}, got {args.rank}")
     if "rare" in args.families and args.rank < 2:
@@ -438,6 +523,8 @@ def check_sampling(args, parser):
 
 def run_sampling_command(args):
     """Run ``sampling``; print its summary and the files written."""
+    if args.scale is not None:
+        return run_scale_command(args)
     n, rank, extra = args.n, args.rank, {}
     if args.quick:
         n, rank, extra = 1200, 10, {"ladder": (1, 2, 4, 8, 16)}
@@ -457,6 +544,21 @@ def run_sampling_command(args):
     result["params"]["command"] = getattr(args, "command_line", None)
     result["params"]["threads"] = args.threads
     return print_result(format_sampling(result), write_sampling(result, args.out))
+
+
+def run_scale_command(args):
+    """Run ``sampling --scale``; print its summary and the file written."""
+    # scale_study applies --threads to each run itself (the warm-up's and the timed ones)
+    result = scale_study(
+        args.scale,
+        rank=args.rank,
+        seed=args.seed,
+        threads=args.threads,
+        repeat=args.repeat,
+        progress=not args.no_progress,
+    )
+    result["params"]["command"] = getattr(args, "command_line", None)
+    return print_result(format_scale(result), write_scale(result, args.out))
 
 
 def add_problem_arguments(parser):

@@ -19,12 +19,17 @@ entries too.
 
 Functions: :func:`sampling_study` (the data), :func:`format_sampling` (tables that fit 100
 columns), :func:`write_sampling` (``sampling.json``, ``sampling.csv``, ``sampling.png``),
-:func:`rpcholesky_at_scale` (the N = M = 1e5 timing, no reference).
+:func:`rpcholesky_at_scale` (one timed answer at scale, no reference) and
+:func:`scale_study` (``ksvd-bench sampling --scale``: that answer uncertified and with its
+row-sampled certificate, beside each other; :func:`format_scale`, :func:`write_scale`).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +42,7 @@ from ksvd_bench.kernels import KernelSource, kernel_matrix
 from ksvd_bench.race.common import counting_warnings
 from ksvd_bench.report import (
     format_table,
+    machine_info,
     progress_bar,
     save_figure,
     wrap_note,
@@ -55,6 +61,12 @@ __all__ = [
     "format_sampling",
     "write_sampling",
     "rpcholesky_at_scale",
+    "scale_study",
+    "scale_summary",
+    "format_scale",
+    "write_scale",
+    "SCALE_MIN_N",
+    "SCALE_WARM_UP_N",
     "make_family",
 ]
 
@@ -77,6 +89,13 @@ BASELINE_LADDER = {
 #: options every run of a baseline gets: generalized Nystrom's one pass, without the two of
 #: its certificate (its answers are unverified, as the samplers' are)
 BASELINE_OPTIONS = {"generalized_nystrom": {"check_passes": 0}}
+#: the smallest N = M of the scale run: rank clusters, some of them rare, need their points
+SCALE_MIN_N = 1000
+#: N = M of the scale run's untimed warm-up, which compiles the Numba kernels
+SCALE_WARM_UP_N = 2000
+#: the scale run's two kinds of answer, in the order each round runs them:
+#: ``certificate_budget`` 0 (uncertified) and None (the solver's default budget)
+SCALE_KINDS = (("uncertified", 0.0), ("certified", None))
 ROW_FIELDS = (
     "family",
     "method",
@@ -390,26 +409,12 @@ def write_sampling(result, out):
     }
 
 
-def rpcholesky_at_scale(n=100_000, *, rank=20, n_pivots=None, d=64, gamma=5.0, seed=0, threads=1):
-    """RPCholesky on the rare-cluster family at N = M = n, timed (no set-up pass, no reference).
-
-    Runs through the public interface: ``KernelSource.from_points(X, Z, "sne", ...,
-    setup="lazy")`` (rpcholesky needs only the points; the SNE set-up pass alone would read
-    all of G, and a lazy source never runs it here) and ``solvers.svd(src, rank,
-    method="asym_nystrom", sampling="rpcholesky", n_samples=n_pivots, check_passes=0)``.
-    ``n_pivots`` defaults to ``4 * rank`` (at N = M = 6000, 1.5 r pivots already reach a
-    subspace error of 2e-3). Returns seconds (building the source, the factorisation, the
-    SVD and its row-sampled certificate; generating the points excluded), entries read, the
-    trace bound, whether the set-up pass ran, the clusters the pivots found and
-    ``certificate`` (:func:`solvers._estimate.row_sample_error`: the estimate of
-    ``||G - U S V^T||_F`` from rows of G itself, with its interval; ``reliable`` stays None:
-    no product certifies the subspace). ``threads`` limits BLAS and Numba as in
-    every study (1 by default: on a shared machine an oversubscribed 2-thread BLAS ran the
-    same Gram products 10x slower).
-    """
-    P = make_family("rare", n, rank=rank, d=d, gamma=gamma, random_state=seed)
+def _scale_answer(P, *, rank, n_pivots, seed, threads, certificate_budget):
+    """One timed RPCholesky answer on the points ``P`` (their generation excluded): the
+    fields of :func:`rpcholesky_at_scale` but ``points_seconds``."""
+    n = P.X.shape[0]
     k = n_pivots or 4 * rank
-    with solver_threads(threads):
+    with solver_threads(threads), counting_warnings() as caught:
         t0 = time.perf_counter()
         src = KernelSource.from_points(P.X, P.Z, "sne", gamma=P.gamma, setup="lazy")
         res = solvers.svd(
@@ -419,28 +424,337 @@ def rpcholesky_at_scale(n=100_000, *, rank=20, n_pivots=None, d=64, gamma=5.0, s
             sampling="rpcholesky",
             n_samples=k,
             check_passes=0,
+            certificate_budget=certificate_budget,
             random_state=seed,
         )
         seconds = time.perf_counter() - t0
     info = res.info
     cx, cz, rare = _clusters(P, info)
+    # the row-sampled certificate (no set-up pass): ||G - U S V^T||_F against G itself,
+    # with its interval; part of seconds. None where it did not run (a budget of 0)
+    cert = (info.get("certificate") or {}).get("sampled_rows")
+    fields = warning_fields(caught, info)
     return {
         "n": n,
         "rank": rank,
         "n_pivots": k,
         "threads": threads,
+        "certificate_budget": certificate_budget,
+        "certified": cert is not None,
         "seconds": seconds,
+        "certificate_seconds": None if cert is None else cert["seconds"],
         "entries": info["entries_read"],
         "entries_frac": info["n_passes"],
         "trace_bound": info["trace_bound"],
         "setup_pass_ran": bool(src._ready),
         "reliable": info["reliable"],
         "verified": verification(info),
-        # the row-sampled certificate (no set-up pass): ||G - U S V^T||_F against G itself,
-        # with its interval; part of seconds
-        "certificate": (info.get("certificate") or {}).get("sampled_rows"),
+        "certificate": cert,
         "clusters_x": cx,
         "clusters_z": cz,
         "rare_found": rare,
+        "n_rare": len(P.params.get("rare", [])),
+        "n_warnings": fields["n_warnings"],
+        "warnings": fields["warnings"],
         "s": res.s.tolist(),
     }
+
+
+def rpcholesky_at_scale(
+    n=100_000,
+    *,
+    rank=20,
+    n_pivots=None,
+    d=64,
+    gamma=5.0,
+    seed=0,
+    threads=1,
+    certificate_budget=None,
+):
+    """RPCholesky on the rare-cluster family at N = M = n, timed (no set-up pass, no reference).
+
+    Runs through the public interface: ``KernelSource.from_points(X, Z, "sne", ...,
+    setup="lazy")`` (rpcholesky needs only the points; the SNE set-up pass alone would read
+    all of G, and a lazy source never runs it here) and ``solvers.svd(src, rank,
+    method="asym_nystrom", sampling="rpcholesky", n_samples=n_pivots, check_passes=0,
+    certificate_budget=certificate_budget)``.
+
+    Parameters
+    ----------
+    n : int, default=100_000
+        N = M.
+    rank : int, default=20
+        r, also the number of clusters (``>= 2``: some rare, some common).
+    n_pivots : int or None, default=None
+        Pivots; None means ``4 * rank`` (at N = M = 6000, 1.5 r pivots already reach a
+        subspace error of 2e-3).
+    d, gamma : int, float
+        Dimension and SNE bandwidth of the points.
+    seed : int, default=0
+        Points and answer are seeded from it.
+    threads : int, default=1
+        Numba and BLAS threads, as in every study (on a shared machine an oversubscribed
+        2-thread BLAS ran the same Gram products 10x slower).
+    certificate_budget : float or None, default=None
+        Passed to ``asym_nystrom``: None is the solver's default, which reads rows of G for
+        the row-sampled certificate; 0 runs the answer uncertified.
+
+    Returns
+    -------
+    dict
+        ``seconds`` (building the source, the factorisation, the SVD and, where it ran, the
+        certificate; generating the points excluded: that is ``points_seconds``),
+        ``certified`` (whether the row-sampled certificate ran), ``certificate``
+        (:func:`solvers._estimate.row_sample_error`: the estimate of ``||G - U S V^T||_F``
+        from rows of G itself, with its interval; None when uncertified) and its
+        ``certificate_seconds``, ``entries`` read, the trace bound, whether the set-up pass
+        ran, the clusters the pivots found (``rare_found`` of ``n_rare``), ``reliable``
+        (None: no product certifies the subspace) and ``verified``, the warnings, ``s``.
+
+    Notes
+    -----
+    The first call in a process compiles its Numba kernels (or loads them from Numba's
+    cache) and imports SciPy's statistics for the certificate, and its ``seconds`` pay for
+    that: about 1 s more at N = M = 20,000 with a warm cache, 12 s at N = M = 3000 with a
+    cold one. Warm up with a small n first, as ``ksvd-bench sampling --scale`` does
+    (:func:`scale_study`).
+
+    Examples
+    --------
+    >>> r = rpcholesky_at_scale(1200, rank=4)
+    >>> r["certified"], r["certificate"]["fro_error_low"] <= r["certificate"]["fro_error"]
+    (True, True)
+    """
+    t0 = time.perf_counter()
+    P = make_family("rare", n, rank=rank, d=d, gamma=gamma, random_state=seed)
+    points_seconds = time.perf_counter() - t0
+    row = _scale_answer(
+        P,
+        rank=rank,
+        n_pivots=n_pivots,
+        seed=seed,
+        threads=threads,
+        certificate_budget=certificate_budget,
+    )
+    return {**row, "points_seconds": points_seconds}
+
+
+def scale_study(
+    n=1_000_000,
+    *,
+    rank=20,
+    n_pivots=None,
+    d=64,
+    gamma=5.0,
+    seed=0,
+    threads=1,
+    repeat=1,
+    warm_up=SCALE_WARM_UP_N,
+    progress=False,
+):
+    """The scale run of ``ksvd-bench sampling --scale``: the RPCholesky answer at N = M = n,
+    uncertified and certified beside each other.
+
+    Generates the rare-cluster points once (timed apart, ``points_seconds``), warms up, then
+    runs :func:`rpcholesky_at_scale`'s answer ``repeat`` times in each kind, interleaved:
+    uncertified (``certificate_budget=0``), then with the row-sampled certificate (the
+    solver's default budget). Every run uses the same points and seed, so both kinds return
+    the same answer and their difference in seconds is the certificate's price.
+
+    Parameters
+    ----------
+    n : int, default=1_000_000
+        N = M, at least :data:`SCALE_MIN_N` (``rank`` clusters need their points).
+    rank, n_pivots, d, gamma, seed, threads
+        As in :func:`rpcholesky_at_scale`.
+    repeat : int, default=1
+        Rounds; each runs the uncertified answer, then the certified one.
+    warm_up : int, default=2000
+        N = M of an untimed certified run on points of their own before the timed runs, so
+        that no timing pays for compiling (or loading) Numba kernels and imports (capped at
+        ``n``, raised to twice the pivots); 0 skips it.
+    progress : bool, default=False
+        Print a line on stderr after each run.
+
+    Returns
+    -------
+    dict
+        ``params``, ``points_seconds``, ``warm_up_seconds``, ``rare`` (the rare clusters),
+        ``runs`` (one dict per run as :func:`rpcholesky_at_scale` returns them, with
+        ``round`` and ``kind``: ``"uncertified"`` or ``"certified"``), ``summary``
+        (:func:`scale_summary`), ``load_average`` (before and after) and ``machine``.
+
+    Examples
+    --------
+    >>> result = scale_study(1000, rank=4, warm_up=0)
+    >>> [r["kind"] for r in result["runs"]]
+    ['uncertified', 'certified']
+    """
+    n, repeat, warm_up = int(n), int(repeat), int(warm_up)
+    if n < SCALE_MIN_N:
+        raise ValueError(
+            f"n must be >= {SCALE_MIN_N} (rank clusters, some rare, need their points), got {n}"
+        )
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    if warm_up < 0:
+        raise ValueError(f"warm_up must be >= 0, got {warm_up}")
+    k = n_pivots or 4 * rank
+    params = {
+        "n": n,
+        "rank": rank,
+        "n_pivots": k,
+        "d": d,
+        "gamma": gamma,
+        "seed": seed,
+        "threads": threads,
+        "repeat": repeat,
+        "family": "rare",
+        "kernel": "sne",
+        "setup": "lazy",
+        "check_passes": 0,
+        "warm_up_n": min(n, max(warm_up, 2 * k)) if warm_up else 0,
+    }
+    load_before = _load_average()
+    warm_up_seconds = None
+    if warm_up:
+        t0 = time.perf_counter()
+        W = make_family("rare", params["warm_up_n"], rank=rank, d=d, gamma=gamma, random_state=seed)
+        # the warm-up's answer is thrown away, its warnings with it (the timed runs have theirs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _scale_answer(
+                W, rank=rank, n_pivots=k, seed=seed, threads=threads, certificate_budget=None
+            )
+        warm_up_seconds = time.perf_counter() - t0
+        _say(progress, f"scale: warm-up at N = M = {params['warm_up_n']}: {warm_up_seconds:.1f} s")
+    t0 = time.perf_counter()
+    P = make_family("rare", n, rank=rank, d=d, gamma=gamma, random_state=seed)
+    points_seconds = time.perf_counter() - t0
+    _say(progress, f"scale: points at N = M = {n}: {points_seconds:.1f} s (not timed)")
+    runs = []
+    # every run records its own warnings; issued once each here, not once per round
+    with counting_warnings():
+        for i in range(repeat):
+            for kind, budget in SCALE_KINDS:
+                row = _scale_answer(
+                    P, rank=rank, n_pivots=k, seed=seed, threads=threads, certificate_budget=budget
+                )
+                runs.append({"round": i + 1, "kind": kind, **row})
+                _say(progress, f"scale: round {i + 1}/{repeat}, {kind}: {row['seconds']:.2f} s")
+    result = {
+        "params": params,
+        "points_seconds": points_seconds,
+        "warm_up_seconds": warm_up_seconds,
+        "rare": P.params.get("rare", []),
+        "runs": runs,
+        "load_average": {"before": load_before, "after": _load_average()},
+    }
+    result["summary"] = scale_summary(result)
+    with solver_threads(threads):  # the thread counts the runs had
+        result["machine"] = machine_info()
+    return result
+
+
+def _load_average():
+    """The 1, 5 and 15 minute load averages, or None where the system has none."""
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def _say(enabled, text):
+    if enabled:
+        print(text, file=sys.stderr, flush=True)
+
+
+def scale_summary(result):
+    """Per kind (uncertified, certified): the median seconds over the rounds, and the
+    certificate's median seconds; ``certificate_price``: the certified median less the
+    uncertified one."""
+    out = {}
+    for kind, _ in SCALE_KINDS:
+        runs = [r for r in result["runs"] if r["kind"] == kind]
+        cert = [r["certificate_seconds"] for r in runs if r["certificate_seconds"] is not None]
+        out[kind] = {
+            "runs": len(runs),
+            "seconds": float(np.median([r["seconds"] for r in runs])) if runs else None,
+            "certificate_seconds": float(np.median(cert)) if cert else None,
+        }
+    both = [out[kind]["seconds"] for kind, _ in SCALE_KINDS]
+    out["certificate_price"] = None if None in both else both[1] - both[0]
+    return out
+
+
+def format_scale(result):
+    """The scale run's terminal text (fits 100 columns): each run, each certificate, the
+    medians."""
+    p = result["params"]
+    warm = (
+        f"after a warm-up at N = M = {p['warm_up_n']} ({result['warm_up_seconds']:.1f} s)"
+        if p["warm_up_n"]
+        else "no warm-up (the first run pays for compiling)"
+    )
+    title = wrap_note(
+        f"Scale run: RPCholesky ({p['n_pivots']} pivots) on the rare-cluster SNE family, "
+        f"N = M = {p['n']}, r = {p['rank']}, d = {p['d']}, {p['threads']} thread(s), lazy "
+        f"source, check_passes=0; points {result['points_seconds']:.1f} s (not timed), "
+        f"{warm}"
+    )
+    rows = [
+        {
+            **r,
+            "rare": f"{r['rare_found']}/{r['n_rare']}",
+            "reliable_text": str(r["reliable"]),
+        }
+        for r in result["runs"]
+    ]
+    runs = format_table(
+        rows,
+        [
+            ("round", "#"),
+            ("kind", "run"),
+            ("seconds", "seconds"),
+            ("certificate_seconds", "cert s"),
+            ("entries", "entries"),
+            ("entries_frac", "entries/NM"),
+            ("rare", "rare"),
+            ("setup_pass_ran", "set-up pass"),
+            ("reliable_text", "reliable"),
+            ("verified", "verified"),
+        ],
+        precision=3,
+    )
+    certs = [{"round": r["round"], **r["certificate"]} for r in result["runs"] if r["certified"]]
+    table = format_table(
+        certs,
+        [
+            ("round", "#"),
+            ("rows", "rows"),
+            ("fro_error", "||G-USV^T||_F"),
+            ("fro_error_low", "low"),
+            ("fro_error_high", "high"),
+            ("relative_error", "relative"),
+            ("cluster_weight", "cluster w"),
+            ("failure", "failure"),
+        ],
+        precision=4,
+        title="The row-sampled certificate: its estimate, interval, and the weight of a "
+        "cluster it catches",
+    )
+    s = result["summary"]
+    un, ce = s["uncertified"], s["certified"]
+    median = "median " if p["repeat"] > 1 else ""
+    cert_s = ce["certificate_seconds"]
+    tail = wrap_note(
+        f"{median}seconds: uncertified {un['seconds']:.2f}, certified {ce['seconds']:.2f} "
+        f"(the certificate {'-' if cert_s is None else f'{cert_s:.2f}'} s of it; "
+        f"price {s['certificate_price']:+.2f} s)"
+    )
+    return "\n".join([title, runs, "", table, "", tail])
+
+
+def write_scale(result, out):
+    """Write ``scale.json`` under ``out``."""
+    return {"json": str(write_json(Path(out) / "scale.json", result))}
