@@ -389,6 +389,11 @@ def power_certificate(
     b = max(0, min(n_extra, M - V.shape[1], N - U.shape[1]))
     room = min(M - V.shape[1], N - U.shape[1])
     q = n_probes if room > 0 else 0
+    # one pass from given starts: a chain of one product (f ||D W||) is never below the
+    # split's (its probes see the starts' part of D too), so its columns go to the split
+    n_fresh = N_PROBES
+    if starts is not None and known is None and n_passes == 1:
+        q, n_fresh = 0, n_probes
     two_sided = hasattr(src, "sketch") and known is None
     eps = np.finfo(np.result_type(src.dtype, np.float32)).eps
     bases = {"right": V, "left": U}
@@ -489,7 +494,7 @@ def power_certificate(
             # ||D||^2 <= ||D X||^2 + ||D (I - X X^T)||^2 (X was fixed before they were
             # drawn); a random first X sees nothing yet, given starts may
             fresh = (
-                [_deflate(np.hstack([basis, Xs]), rng.standard_normal((basis.shape[0], N_PROBES)))]
+                [_deflate(np.hstack([basis, Xs]), rng.standard_normal((basis.shape[0], n_fresh)))]
                 if i_pass == n_passes - 1 and Xs.shape[1] and (i_pass > 0 or starts is not None)
                 else []
             )
@@ -918,6 +923,8 @@ def judge(method, s, shape, dtype, *, lower=None, deflated=(), bounds=None, advi
         )
     # only checks that were not run spoke: no evidence either way, the answer is unknown
     verdict = None if reasons and set(failed) == {"not_run"} else not reasons
+    if verdict is None:
+        advice = ""  # the check that was not run names its own remedy
     if reasons:
         said = (
             "is unverified (info['reliable'] = None)"

@@ -622,6 +622,30 @@ def probe_fro2_lower(sum_sq, n_probes, failure=NORM_FAILURE):
     return float(sum_sq / stats.chi2.ppf(1.0 - failure, n_probes))
 
 
+def _implied_bounds(U, s, V, high):
+    """What ``||G - U S V^T||_F <= high`` says of the answer against the SVD of ``G``.
+
+    With ``R = G - U S V^T`` and orthonormal ``U``, ``V``: Weyl, ``|sigma_i(G) - s_i| <=
+    ||R||_2 <= high``, and ``sigma_(r+1)(G) <= high`` (``U S V^T`` has rank r); Wedin,
+    ``sin theta <= max(||R V||, ||R^T U||) / (s_r - sigma_(r+1)(G)) <= high / (s_r -
+    high)``. ``sv_error_high`` is relative to ``s_1 - high`` (a lower bound on
+    ``sigma_1(G)``); ``sin_theta_high`` is inf where ``s_r <= high``, and both are NaN
+    where the vectors are not orthonormal (to 1e-8), which Wedin's bound needs.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    ok = s.size and all(
+        float(np.abs(B.T @ B - np.eye(B.shape[1])).max()) <= 1e-8
+        for B in (np.asarray(U, np.float64), np.asarray(V, np.float64))
+    )
+    if not (ok and math.isfinite(high)):
+        return {"sv_error_high": math.nan, "sin_theta_high": math.nan}
+    top, low = float(s[0]) - high, float(s[-1]) - high
+    return {
+        "sv_error_high": high / top if top > 0 else math.inf,
+        "sin_theta_high": high / low if low > 0 else math.inf,
+    }
+
+
 def row_sample_error(src, U, s, V, n_rows, rng, *, failure=0.01, weights=None):
     """``||G - U S V^T||_F`` estimated from uniformly sampled rows of ``G``, with an interval.
 
@@ -647,6 +671,9 @@ def row_sample_error(src, U, s, V, n_rows, rng, *, failure=0.01, weights=None):
         ``kind`` (``"sampled_rows"``), ``rows``, ``fro_error`` (the estimate of
         ``||G - U S V^T||_F``), ``fro_error_low``/``fro_error_high`` (the interval),
         ``relative_error`` (``fro_error`` over the same rows' estimate of ``||G||_F``),
+        ``sv_error_high`` and ``sin_theta_high`` (what the interval's upper end implies
+        for the values, relative to ``sigma_1(G)``, and the top-r subspaces, against the
+        SVD of ``G`` itself: Weyl and Wedin; they hold wherever the interval does),
         ``failure``, ``cluster_weight`` (a set of rows holding at least this fraction of the
         rows has a row in the sample with probability at least ``1 - failure``) and
         ``seconds``.
@@ -705,12 +732,14 @@ def row_sample_error(src, U, s, V, n_rows, rng, *, failure=0.01, weights=None):
     se = math.sqrt(fpc * float(np.var(terms, ddof=1)) / n)
     q = float(stats.t.ppf(1.0 - failure / 2.0, n - 1))
     fro2 = float(np.mean(g * inv_p))
+    high = math.sqrt(total + q * se)
     return {
         "kind": "sampled_rows",
         "rows": n,
         "fro_error": math.sqrt(total),
         "fro_error_low": math.sqrt(max(total - q * se, 0.0)),
-        "fro_error_high": math.sqrt(total + q * se),
+        "fro_error_high": high,
+        **_implied_bounds(U, s, V, high),
         "relative_error": math.sqrt(total / fro2) if fro2 > 0 else math.nan,
         "failure": float(failure),
         "cluster_weight": float((1.0 - failure ** (1.0 / n)) / catch),

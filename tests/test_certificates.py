@@ -247,10 +247,20 @@ def test_sampled_certificate_that_would_run_the_set_up_pass_is_skipped_and_unver
     assert "set-up pass" in sampled["skipped"]
     assert res.info["reliable"] is None
     assert "set-up" in msg
+    # the warning says what reliable is (None, not False) and names the skipped check's
+    # own remedy, not the sampler advice meant for a wrong answer
+    assert "(info['reliable'] = None)" in msg and "= False" not in msg
+    assert "sample more rows" not in msg and res.info["certificate"]["failed"] == ["not_run"]
     rows = res.info["certificate"]["sampled_rows"]
     true = np.linalg.norm(G - (res.U * res.s) @ res.V.T)
     assert rows["fro_error_low"] <= true <= rows["fro_error_high"]
     assert rows["fro_error_high"] < 2 * true
+    # where the interval holds, what it implies holds against numpy's SVD of G itself
+    U, s, Vt = np.linalg.svd(G)
+    high = rows["fro_error_high"]
+    assert np.max(np.abs(res.s - s[:20])) <= rows["sv_error_high"] * (res.s[0] - high)
+    sin = max(sin_theta(U[:, :20], res.U), sin_theta(Vt[:20].T, res.V))
+    assert sin <= rows["sin_theta_high"] < 0.1
 
 
 # -- issue 20, section 7: a full sample is exact ------------------------------------------------

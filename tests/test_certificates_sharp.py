@@ -361,8 +361,9 @@ def test_a_nystrom_answer_on_a_two_scale_spectrum_is_certified():
     cert = res.info["certificate"]
     assert 0.05 <= sin <= cert["sin_theta_bound"] <= 1.2 * sin
     assert res.info["reliable"] is True
-    with pytest.warns(RuntimeWarning, match="top-10 subspace is unknown.*raise check_passes"):
+    with pytest.warns(RuntimeWarning, match="top-10 subspace.*To fix, raise check_passes"):
         one = solvers.svd(G, 10, method="asym_nystrom", n_samples=120, random_state=0)
     cert = one.info["certificate"]
     assert one.info["reliable"] is False and cert["failed"] == ["uncertified"]
-    assert cert["check_passes"] == 1 and cert["deflated_upper"] >= 0.05 and cert["gap"] <= 0
+    assert cert["check_passes"] == 1 and cert["deflated_upper"] >= 0.05
+    assert cert["sin_theta_bound"] > 0.1 > sin

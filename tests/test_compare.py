@@ -592,7 +592,7 @@ def test_new_entries_are_raced_by_default_and_say_what_they_run():
         "solver": "asym_nystrom",
         "sampling": "uniform",
         "core": "stable",
-        "check_passes": 2,
+        "check_passes": 1,  # one pass, started from the sample (issue 32)
     }
     assert entry_options("asym_nystrom_arp")["sampling"] == "arp"
     assert "core" not in entry_options("asym_nystrom_rpcholesky")

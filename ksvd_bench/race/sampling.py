@@ -736,12 +736,14 @@ def format_scale(result):
             ("fro_error_low", "low"),
             ("fro_error_high", "high"),
             ("relative_error", "relative"),
+            ("sv_error_high", "sv err <="),
+            ("sin_theta_high", "sin <="),
             ("cluster_weight", "cluster w"),
             ("failure", "failure"),
         ],
         precision=4,
-        title="The row-sampled certificate: its estimate, interval, and the weight of a "
-        "cluster it catches",
+        title="The row-sampled certificate: estimate, interval, what its top implies (Weyl: "
+        "values / s_1;\nWedin: sin theta), and the weight of a cluster it catches",
     )
     s = result["summary"]
     un, ce = s["uncertified"], s["certified"]
