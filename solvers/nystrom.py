@@ -656,7 +656,7 @@ def asym_nystrom(
     starts = None
     if sampling == "rpcholesky":
         # the factorisation's next triplets seed the certificate's pass (none when it is off)
-        more = max(0, min(START_EXTRA + rank, m, min(N, M)) - rank) if check_passes else 0
+        more = max(0, min(START_EXTRA + rank, m - rank, min(N, M) - rank)) if check_passes else 0
         U, s, V, numerical_rank, certified, extra = _rpcholesky(src, rank, m, rng, dtype, more)
         starts = extra.pop("_starts", None)
         ridx = cidx = None
