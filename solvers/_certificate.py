@@ -1049,9 +1049,7 @@ def certify(
     if n_passes:
         before = src.n_products
         fro2 = known_fro2(src)
-        if starts is not None:
-            width = starts[0].shape[1]
-        elif n_extra is not None:
+        if n_extra is not None:  # (given starts set the width themselves)
             width = n_extra
         else:  # the block's upper bound (the Frobenius split) needs ||G||_F
             width = rank + CERT_EXTRA if fro2 is not None else 0

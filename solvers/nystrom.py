@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 from scipy import linalg
 
-from ._certificate import DEFAULT_BUDGET, certify, fused_known, fused_probes
+from ._certificate import DEFAULT_BUDGET, _basis, certify, fused_known, fused_probes
 from ._check import (
     CHECK_FACTOR,
     final_reliable,
@@ -850,7 +850,7 @@ def _sample_starts(C, R, U, V, width):
     if not (np.all(np.isfinite(Cd)) and np.all(np.isfinite(Rd))):
         return None  # the certificate's own Gaussian starts, and its products, say so
     # orthonormal bases: the paper's raw extension returns neither orthonormal U nor V
-    Qu, Qv = (linalg.qr(np.asarray(B, np.float64), mode="economic")[0] for B in (U, V))
+    Qu, Qv = _basis(U)[0], _basis(V)[0]
     Cd = Cd - Qu @ (Qu.T @ Cd)
     Rd = Rd - (Rd @ Qv) @ Qv.T
     return _top_directions(Rd.T, width), _top_directions(Cd, width)
@@ -861,7 +861,7 @@ def _top_directions(B, width):
     certificate orthonormalises them) from its small Gram matrix: ``p q^2`` flops against
     the SVD's several times that, and a start needs no accuracy."""
     Bs = B / max(float(np.max(np.abs(B), initial=0.0)), np.finfo(np.float64).tiny)
-    lam, E = linalg.eigh(Bs.T @ Bs, check_finite=False)
+    _, E = linalg.eigh(Bs.T @ Bs, check_finite=False)
     return Bs @ E[:, ::-1][:, : min(width, E.shape[1])]
 
 

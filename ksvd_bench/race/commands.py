@@ -490,9 +490,15 @@ def _check_scale(args, parser):
             f"must be >= {SCALE_MIN_N} (N = M: rank clusters, some rare, need their "
             f"points), got {args.scale}",
         )
-    if args.rank > args.scale // 4:
-        fail(parser, "--rank", f"must be <= --scale / 4 = {args.scale // 4}, got {args.rank}")
-    if args.rank < 2:
+    _check_family_rank(args, parser, args.scale, "--scale", rare=True)
+
+
+def _check_family_rank(args, parser, n, size_flag, rare):
+    """``--rank`` at most a quarter of the ``n`` points (``size_flag``: ``--n`` or
+    ``--scale``), and at least 2 where the rare family runs (rank clusters, some rare)."""
+    if args.rank > n // 4:
+        fail(parser, "--rank", f"must be <= {size_flag} / 4 = {n // 4}, got {args.rank}")
+    if rare and args.rank < 2:
         fail(
             parser,
             "--rank",
@@ -509,15 +515,7 @@ def check_sampling(args, parser):
         return
     if _typed(args, parser, "repeat"):
         fail(parser, "--repeat", "applies to the scale run only: pass --scale N with it")
-    if args.rank > args.n // 4:
-        parser.error(f"argument --rank: must be <= --n / 4 = {args.n // 4}, got {args.rank}")
-    if "rare" in args.families and args.rank < 2:
-        fail(
-            parser,
-            "--rank",
-            f"must be >= 2 for the rare family (rank clusters, some rare "
-            f"and some common), got {args.rank}",
-        )
+    _check_family_rank(args, parser, args.n, "--n", rare="rare" in args.families)
     check_out(args, parser)
 
 
